@@ -1,0 +1,272 @@
+// Package services defines the services environments use to act on the
+// world (run commands, move files, manage hosts) and the stack that layers
+// them, as mlos_bench's services do: later services override earlier ones,
+// and each environment adds the services it includes.
+//
+// Implementations live in sub-packages (local, ssh, aws, azure) and register
+// their classes with Register from an init function.
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benchtune/bench/configs/source"
+)
+
+// Params are an environment's parameters (const_args, tunable values,
+// globals) as passed to services: values are string, int64, float64, bool,
+// nil or []any of those.
+type Params = map[string]any
+
+// ErrTimeout is wrapped by errors returned when a command or an operation
+// ran past its time limit. Callers map it to the TIMED_OUT status.
+var ErrTimeout = errors.New("timed out")
+
+// ExecRequest describes commands to run locally.
+type ExecRequest struct {
+	// Lines are run one after another, each by its own shell, as in
+	// mlos_bench (so `cd` or `export` do not carry over between lines).
+	Lines []string
+	// Env is added to the process environment.
+	Env map[string]string
+	// Dir is the working directory.
+	Dir string
+	// LineTimeout bounds each line (0: no limit); the context bounds all.
+	LineTimeout time.Duration
+	// Live, when set, receives output lines as they are produced.
+	Live io.Writer
+}
+
+// LineResult is the outcome of one command line.
+type LineResult struct {
+	Line     string
+	ExitCode int
+	Stdout   string // bounded: see Truncated
+	Stderr   string
+	// Truncated is set when output went beyond the kept size; the head and
+	// the tail are kept.
+	Truncated bool
+	TimedOut  bool
+	Duration  time.Duration
+}
+
+// ExecResult is the outcome of an ExecRequest or a remote script.
+type ExecResult struct {
+	// ExitCode of the last line run (non-zero when a line failed).
+	ExitCode int
+	// Stdout and Stderr concatenate what every line printed (bounded).
+	Stdout string
+	Stderr string
+	Lines  []LineResult
+}
+
+// LocalExec runs commands on this machine.
+type LocalExec interface {
+	// LocalExec runs the lines. A non-zero exit code is not an error; an
+	// error means the lines could not run, timed out (wraps ErrTimeout) or
+	// were cancelled (wraps context.Canceled). The partial result is
+	// returned with the error.
+	LocalExec(ctx context.Context, req ExecRequest) (ExecResult, error)
+}
+
+// TempDirs hands out working directories for environments.
+type TempDirs interface {
+	// TempDir returns a directory for the named environment and a cleanup
+	// function (a no-op when the directory is kept or was configured).
+	TempDir(ctx context.Context, name string) (dir string, cleanup func() error, err error)
+}
+
+// FileShare moves files between this machine and shared storage. A
+// missing source wraps fs.ErrNotExist.
+type FileShare interface {
+	Upload(ctx context.Context, params Params, localPath, remotePath string, recursive bool) error
+	Download(ctx context.Context, params Params, remotePath, localPath string, recursive bool) error
+}
+
+// RemoteExecRequest is a script to run on a remote host.
+type RemoteExecRequest struct {
+	Script []string
+	// Params carry the host coordinates (e.g. ssh_hostname) and the rest of
+	// the environment's parameters.
+	Params Params
+	// Env holds variables exported to the script; values are quoted, never
+	// spliced into the script text.
+	Env map[string]string
+	// CommandName identifies the command, e.g. "bench-<env>-run".
+	CommandName string
+	// Timeout bounds the script (0: only the context bounds it).
+	Timeout time.Duration
+	// Live, when set, receives output as it is produced.
+	Live io.Writer
+}
+
+// RemoteExec runs scripts on remote hosts.
+type RemoteExec interface {
+	RemoteExec(ctx context.Context, req RemoteExecRequest) (ExecResult, error)
+}
+
+// HostOps starts and stops existing hosts.
+type HostOps interface {
+	StartHost(ctx context.Context, params Params) error
+	StopHost(ctx context.Context, params Params, force bool) error
+	RestartHost(ctx context.Context, params Params, force bool) error
+}
+
+// HostProvisioning creates and destroys hosts.
+type HostProvisioning interface {
+	// ProvisionHost creates (or finds) the host and waits until it runs.
+	// The returned params (e.g. ssh_hostname, instance id) are merged into
+	// the environment's parameters.
+	ProvisionHost(ctx context.Context, params Params) (Params, error)
+	DeprovisionHost(ctx context.Context, params Params) error
+	DeallocateHost(ctx context.Context, params Params) error
+}
+
+// OSOps shuts down and reboots a host's operating system.
+type OSOps interface {
+	Shutdown(ctx context.Context, params Params, force bool) error
+	Reboot(ctx context.Context, params Params, force bool) error
+}
+
+// NetworkProvisioning creates and destroys virtual networks.
+type NetworkProvisioning interface {
+	ProvisionNetwork(ctx context.Context, params Params) (Params, error)
+	DeprovisionNetwork(ctx context.Context, params Params, ignoreErrors bool) error
+}
+
+// RemoteConfig applies settings to a managed service (SaaS).
+type RemoteConfig interface {
+	Configure(ctx context.Context, params Params, settings map[string]any) error
+	IsConfigPending(ctx context.Context, params Params) (bool, error)
+}
+
+// Auth provides credentials for cloud services.
+type Auth interface {
+	AccessToken(ctx context.Context) (string, error)
+}
+
+// Spec is what a service constructor gets.
+type Spec struct {
+	Class string
+	// Config is the service's "config" object with globals merged in (a
+	// global overrides only keys already present).
+	Config map[string]any
+	// Globals are all global parameters (for templating, e.g. temp_dir).
+	Globals Params
+	// Parent gives access to the services below this one (e.g. Auth).
+	Parent *Stack
+	// Ref points at the service's config, for error messages.
+	Ref source.Ref
+}
+
+// Constructor builds a service. The returned value implements one or more
+// of the service interfaces, and io.Closer if it holds resources.
+type Constructor func(ctx context.Context, spec Spec) (any, error)
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Constructor{}
+)
+
+// Register makes a service class constructible under each of the given
+// names (short and full mlos_bench forms, our own names). It panics on a
+// duplicate name: that is a programming error.
+func Register(ctor Constructor, classes ...string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	for _, c := range classes {
+		if _, dup := registry[c]; dup {
+			panic("services: class registered twice: " + c)
+		}
+		registry[c] = ctor
+	}
+}
+
+// Classes lists the registered class names, sorted.
+func Classes() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for c := range registry {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds a service of spec.Class.
+func New(ctx context.Context, spec Spec) (any, error) {
+	regMu.RLock()
+	ctor, ok := registry[spec.Class]
+	regMu.RUnlock()
+	if !ok {
+		return nil, spec.Ref.Child("class").Errorf("unknown service class %q; known classes: %s", spec.Class, strings.Join(Classes(), ", "))
+	}
+	svc, err := ctor(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", spec.Class, err)
+	}
+	return svc, nil
+}
+
+// Stack is a layered set of services. Lookups search the newest layer
+// first, then its parents, so later services override earlier ones.
+type Stack struct {
+	parent *Stack
+	items  []any
+}
+
+// NewStack returns a stack holding the given services (later ones win).
+func NewStack(svcs ...any) *Stack { return &Stack{items: svcs} }
+
+// Push returns a new layer on top of s holding svcs. s is unchanged.
+func (s *Stack) Push(svcs ...any) *Stack {
+	return &Stack{parent: s, items: append([]any(nil), svcs...)}
+}
+
+// Find returns the newest service in the stack implementing T.
+func Find[T any](s *Stack) (T, bool) {
+	for cur := s; cur != nil; cur = cur.parent {
+		for i := len(cur.items) - 1; i >= 0; i-- {
+			if v, ok := cur.items[i].(T); ok {
+				return v, true
+			}
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// Require is Find with an error naming the missing capability.
+func Require[T any](s *Stack, what, who string) (T, error) {
+	v, ok := Find[T](s)
+	if !ok {
+		return v, fmt.Errorf("%s needs a %s service, and none is configured (add one to include_services or --service)", who, what)
+	}
+	return v, nil
+}
+
+// Close closes the services of this layer only (not its parents), newest
+// first, and returns every error.
+func (s *Stack) Close() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for i := len(s.items) - 1; i >= 0; i-- {
+		if c, ok := s.items[i].(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	s.items = nil
+	return errors.Join(errs...)
+}
