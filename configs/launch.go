@@ -1,0 +1,526 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/benchtune/bench/configs/source"
+)
+
+// Args are the launcher options of `bench run` (mlos_bench's command line),
+// as parsed by ParseArgs.
+type Args struct {
+	Config                        string
+	LogFile                       string
+	LogLevel                      string
+	ConfigPaths                   []string
+	Services                      []string
+	Environment                   string
+	Optimizer                     string
+	Scheduler                     string
+	Storage                       string
+	TrialConfigRepeatCount        *int64
+	NumTrialRunners               *int64
+	RandomInit                    bool
+	RandomSeed                    *int64
+	TunableValues                 []string
+	Globals                       []string
+	Teardown                      *bool // set to false by --no-teardown
+	ExperimentID                  string
+	CreateUpdateStorageSchemaOnly bool
+
+	// Own options of bench (not in mlos_bench).
+	Format     string // "text" (default) or "json" for the final summary
+	NoProgress bool
+	Help       bool
+
+	// Extra holds the other --key value / --key=value pairs, in order; they
+	// become globals (dashes in keys turned into underscores).
+	Extra []KeyValue
+}
+
+// KeyValue is one extra command-line global.
+type KeyValue struct {
+	Key   string
+	Value any
+}
+
+// UsageError is a problem with the command line (exit code 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+type optKind int
+
+const (
+	optString optKind = iota
+	optList
+	optInt
+	optFlag
+)
+
+type option struct {
+	names []string
+	kind  optKind
+	dest  string
+	help  string
+	meta  string
+}
+
+// Options lists the launcher options in help order.
+var Options = []option{
+	{names: []string{"--config"}, kind: optString, dest: "config", meta: "FILE", help: "main JSON5 config file; its keys are the option names below, and options given on the command line override them"},
+	{names: []string{"--log_file", "--log-file"}, kind: optString, dest: "log_file", meta: "FILE", help: "also write the log to this file"},
+	{names: []string{"--log_level", "--log-level"}, kind: optString, dest: "log_level", meta: "LEVEL", help: "CRITICAL, ERROR, WARNING, INFO (default) or DEBUG, or a number"},
+	{names: []string{"--config_path", "--config-path", "--config-paths", "--config_paths"}, kind: optList, dest: "config_path", meta: "DIR", help: "folders to search for config files and scripts (after the working folder, before the built-in configs)"},
+	{names: []string{"--service", "--services"}, kind: optList, dest: "service", meta: "FILE", help: "service config files, after the config's \"services\"; later ones override earlier ones"},
+	{names: []string{"--environment"}, kind: optString, dest: "environment", meta: "FILE", help: "the environment config (required here or in --config)"},
+	{names: []string{"--optimizer"}, kind: optString, dest: "optimizer", meta: "FILE", help: "optimizer config; without it, one trial of the default (or --tunable_values) configuration runs"},
+	{names: []string{"--trial_config_repeat_count", "--trial-config-repeat-count"}, kind: optInt, dest: "trial_config_repeat_count", meta: "N", help: "run each configuration N times (default 1)"},
+	{names: []string{"--num_trial_runners", "--num-trial-runners"}, kind: optInt, dest: "num_trial_runners", meta: "N", help: "number of trial runners (default 1); each sees its own $trial_runner_id"},
+	{names: []string{"--scheduler"}, kind: optString, dest: "scheduler", meta: "FILE", help: "scheduler config (default: the synchronous scheduler)"},
+	{names: []string{"--storage"}, kind: optString, dest: "storage", meta: "FILE", help: "storage config (default: SQLite file bench.sqlite in the working folder, so a rerun resumes)"},
+	{names: []string{"--random_init", "--random-init"}, kind: optFlag, dest: "random_init", help: "start from random tunable values (before --tunable_values)"},
+	{names: []string{"--random_seed", "--random-seed"}, kind: optInt, dest: "random_seed", meta: "N", help: "seed for --random_init"},
+	{names: []string{"--tunable_values", "--tunable-values"}, kind: optList, dest: "tunable_values", meta: "FILE", help: "tunable values files applied to the initial configuration"},
+	{names: []string{"--globals"}, kind: optList, dest: "globals", meta: "FILE", help: "globals files (experiment settings, secrets); later files override earlier ones"},
+	{names: []string{"--no_teardown", "--no-teardown"}, kind: optFlag, dest: "no_teardown", help: "leave the environment set up after the experiment"},
+	{names: []string{"--experiment_id", "--experiment-id"}, kind: optString, dest: "experiment_id", meta: "ID", help: "experiment id; rerunning the same id resumes it (change it when the benchmark changes incompatibly)"},
+	{names: []string{"--create-update-storage-schema-only", "--create_update_storage_schema_only"}, kind: optFlag, dest: "create_update_storage_schema_only", help: "create or migrate the storage schema, then exit"},
+	{names: []string{"--format"}, kind: optString, dest: "format", meta: "text|json", help: "format of the final summary on stdout (bench only)"},
+	{names: []string{"--no-progress", "--no_progress"}, kind: optFlag, dest: "no_progress", help: "plain log lines instead of a progress bar (bench only)"},
+	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
+}
+
+func findOption(name string) *option {
+	for i := range Options {
+		for _, n := range Options[i].names {
+			if n == name {
+				return &Options[i]
+			}
+		}
+	}
+	return nil
+}
+
+// looksLikeValue reports whether an argument is a value rather than an
+// option: it does not start with '-', or it is a negative number.
+func looksLikeValue(a string) bool {
+	if !strings.HasPrefix(a, "-") || a == "-" {
+		return true
+	}
+	_, ok := parsePyFloat(a)
+	return ok
+}
+
+// ParseArgs parses launcher options the way mlos_bench's argparse setup
+// does: both spellings of every option, "--opt value" and "--opt=value",
+// list options taking one or more values (repeatable, extending), and any
+// other "--key value" or "--key=value" kept as an extra global.
+func ParseArgs(argv []string) (*Args, error) {
+	a := &Args{}
+	var extra []string
+	for i := 0; i < len(argv); i++ {
+		arg := argv[i]
+		name, inline, hasInline := strings.Cut(arg, "=")
+		if !strings.HasPrefix(arg, "-") || looksLikeValue(arg) {
+			extra = append(extra, arg)
+			continue
+		}
+		opt := findOption(name)
+		if opt == nil {
+			extra = append(extra, arg)
+			continue
+		}
+		var values []string
+		switch opt.kind {
+		case optFlag:
+			if hasInline {
+				return nil, usagef("option %s takes no value", name)
+			}
+		case optString, optInt:
+			if hasInline {
+				values = []string{inline}
+			} else {
+				if i+1 >= len(argv) || !looksLikeValue(argv[i+1]) {
+					return nil, usagef("option %s needs a value", name)
+				}
+				i++
+				values = []string{argv[i]}
+			}
+		case optList:
+			if hasInline {
+				values = []string{inline}
+			}
+			for i+1 < len(argv) && looksLikeValue(argv[i+1]) {
+				i++
+				values = append(values, argv[i])
+			}
+			if len(values) == 0 {
+				return nil, usagef("option %s needs at least one value", name)
+			}
+		}
+		if err := a.set(opt, name, values); err != nil {
+			return nil, err
+		}
+	}
+	kvs, err := parseExtra(extra)
+	if err != nil {
+		return nil, err
+	}
+	a.Extra = kvs
+	return a, nil
+}
+
+func (a *Args) set(opt *option, name string, values []string) error {
+	var n int64
+	if opt.kind == optInt {
+		v, err := strconv.ParseInt(strings.TrimSpace(values[0]), 10, 64)
+		if err != nil {
+			return usagef("option %s needs an integer, got %q", name, values[0])
+		}
+		n = v
+	}
+	switch opt.dest {
+	case "config":
+		a.Config = values[0]
+	case "log_file":
+		a.LogFile = values[0]
+	case "log_level":
+		a.LogLevel = values[0]
+	case "config_path":
+		a.ConfigPaths = append(a.ConfigPaths, values...)
+	case "service":
+		a.Services = append(a.Services, values...)
+	case "environment":
+		a.Environment = values[0]
+	case "optimizer":
+		a.Optimizer = values[0]
+	case "scheduler":
+		a.Scheduler = values[0]
+	case "storage":
+		a.Storage = values[0]
+	case "trial_config_repeat_count":
+		a.TrialConfigRepeatCount = &n
+	case "num_trial_runners":
+		a.NumTrialRunners = &n
+	case "random_init":
+		a.RandomInit = true
+	case "random_seed":
+		a.RandomSeed = &n
+	case "tunable_values":
+		a.TunableValues = append(a.TunableValues, values...)
+	case "globals":
+		a.Globals = append(a.Globals, values...)
+	case "no_teardown":
+		f := false
+		a.Teardown = &f
+	case "experiment_id":
+		a.ExperimentID = values[0]
+	case "create_update_storage_schema_only":
+		a.CreateUpdateStorageSchemaOnly = true
+	case "format":
+		if values[0] != "text" && values[0] != "json" {
+			return usagef("option --format must be text or json, got %q", values[0])
+		}
+		a.Format = values[0]
+	case "no_progress":
+		a.NoProgress = true
+	case "help":
+		a.Help = true
+	}
+	return nil
+}
+
+// parseExtra turns leftover arguments into globals like mlos_bench's
+// _try_parse_extra_args: "--key value" or "--key=value"; a key without a
+// value or a value without a key is an error.
+func parseExtra(args []string) ([]KeyValue, error) {
+	var out []KeyValue
+	key := ""
+	haveKey := false
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") && !(haveKey && looksLikeValue(a)) {
+			if haveKey {
+				return nil, usagef("command line argument --%s has no value", key)
+			}
+			k, v, ok := strings.Cut(a[2:], "=")
+			if ok {
+				out = append(out, KeyValue{Key: normKey(k), Value: ParseScalar(v)})
+				continue
+			}
+			key, haveKey = k, true
+			continue
+		}
+		if !haveKey {
+			if strings.HasPrefix(a, "-") && !looksLikeValue(a) {
+				return nil, usagef("unknown option %s (globals are given as --name value)", a)
+			}
+			return nil, usagef("command line argument %q has no key (globals are given as --name value)", a)
+		}
+		out = append(out, KeyValue{Key: normKey(key), Value: ParseScalar(a)})
+		haveKey = false
+	}
+	if haveKey {
+		return nil, usagef("command line argument --%s has no value", key)
+	}
+	for _, kv := range out {
+		if kv.Key == "" {
+			return nil, usagef("command line argument with an empty name")
+		}
+	}
+	return out, nil
+}
+
+func normKey(k string) string { return strings.ReplaceAll(strings.TrimSpace(k), "-", "_") }
+
+// Launch is everything the command line and the CLI config file decide,
+// with the globals merged in mlos_bench's order of precedence.
+type Launch struct {
+	Args   *Args
+	Loader *Loader
+	// CLIDoc is the --config document, if any.
+	CLIDoc *source.Doc
+	// Globals after merging and variable expansion; GlobalsOrder keeps the
+	// insertion order of the keys.
+	Globals      map[string]any
+	GlobalsOrder []string
+
+	Services      []string // the config's "services", then --service
+	Environment   string
+	Optimizer     string
+	Scheduler     string
+	Storage       string
+	TunableValues []string
+	RandomInit    bool
+	RandomSeed    *int64
+	Teardown      bool
+	LogLevel      string
+	LogFile       string
+}
+
+// pathOptions are the CLI-config keys that name files or folders: they do
+// not become globals (mlos_bench's path_args), and neither does teardown.
+var pathOptions = map[string]bool{
+	"config": true, "log_file": true, "config_path": true, "service": true, "environment": true,
+	"optimizer": true, "scheduler": true, "storage": true, "tunable_values": true, "globals": true,
+	"teardown": true,
+	// argparse gives these flags a non-None default, so config-file values
+	// never become globals.
+	"random_init": true, "create_update_storage_schema_only": true,
+}
+
+// Prepare reads the CLI config file and globals files and computes the
+// globals, in mlos_bench's order: CLI-config keys not given on the command
+// line, then each globals file (the config's list, then --globals), then
+// extra --key value arguments, then explicit --experiment_id,
+// --trial_config_repeat_count and --num_trial_runners, then the defaults
+// num_trial_runners=1 and trial_id=1; finally every string is expanded
+// ($var from the globals themselves, then the process environment).
+func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
+	l := &Launch{Args: a}
+	loader, err := NewLoader(validate, a.ConfigPaths...)
+	if err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{}
+	if a.Config != "" {
+		doc, err := loader.Load(a.Config, KindCLI)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = Object(doc); err != nil {
+			return nil, err
+		}
+		l.CLIDoc = doc
+		cfgPaths, err := stringList(doc, cfg, "config_path")
+		if err != nil {
+			return nil, err
+		}
+		if loader, err = loader.WithPaths(cfgPaths...); err != nil {
+			return nil, err
+		}
+	}
+	l.Loader = loader
+
+	given := map[string]bool{
+		"log_level":                 a.LogLevel != "",
+		"trial_config_repeat_count": a.TrialConfigRepeatCount != nil,
+		"num_trial_runners":         a.NumTrialRunners != nil,
+		"random_seed":               a.RandomSeed != nil,
+		"experiment_id":             a.ExperimentID != "",
+	}
+	globals := NewOrdered()
+	if l.CLIDoc != nil {
+		for _, k := range l.CLIDoc.Root.Keys() {
+			if k == "$schema" || pathOptions[k] || given[k] {
+				continue
+			}
+			globals.Set(k, cfg[k])
+		}
+	}
+	globalFiles, err := stringList(l.CLIDoc, cfg, "globals")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range append(globalFiles, a.Globals...) {
+		doc, err := loader.Load(f, KindGlobals)
+		if err != nil {
+			return nil, err
+		}
+		m, err := Object(doc)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range doc.Root.Keys() {
+			if k != "$schema" {
+				globals.Set(k, m[k])
+			}
+		}
+	}
+	for _, kv := range a.Extra {
+		globals.Set(kv.Key, kv.Value)
+	}
+	cfgPaths, _ := stringList(l.CLIDoc, cfg, "config_path")
+	if allPaths := append(append([]string(nil), a.ConfigPaths...), cfgPaths...); len(allPaths) > 0 {
+		list := make([]any, len(allPaths))
+		for i, p := range allPaths {
+			list[i] = p
+		}
+		globals.Set("config_path", list)
+	}
+	if a.ExperimentID != "" {
+		globals.Set("experiment_id", a.ExperimentID)
+	}
+	if a.TrialConfigRepeatCount != nil {
+		globals.Set("trial_config_repeat_count", *a.TrialConfigRepeatCount)
+	}
+	globals.SetDefault("num_trial_runners", int64(1))
+	if a.NumTrialRunners != nil {
+		globals.Set("num_trial_runners", *a.NumTrialRunners)
+	}
+	if n, _ := globals.Get("num_trial_runners"); !isPositiveInt(n) {
+		return nil, usagef("invalid num_trial_runners %v: it must be an integer >= 1", PyStr(n))
+	}
+	globals.SetDefault("trial_id", int64(1))
+	ExpandOrdered(globals, EnvLookup)
+	l.Globals = globals.Map()
+	l.GlobalsOrder = globals.Keys()
+
+	if l.Services, err = stringList(l.CLIDoc, cfg, "services"); err != nil {
+		return nil, err
+	}
+	l.Services = append(l.Services, a.Services...)
+	l.Environment = firstNonEmpty(a.Environment, str(cfg["environment"]))
+	l.Optimizer = firstNonEmpty(a.Optimizer, str(cfg["optimizer"]))
+	l.Scheduler = firstNonEmpty(a.Scheduler, str(cfg["scheduler"]))
+	l.Storage = firstNonEmpty(a.Storage, str(cfg["storage"]))
+	if l.TunableValues, err = stringList(l.CLIDoc, cfg, "tunable_values"); err != nil {
+		return nil, err
+	}
+	l.TunableValues = append(l.TunableValues, a.TunableValues...)
+	l.RandomInit = a.RandomInit || cfg["random_init"] == true
+	l.RandomSeed = a.RandomSeed
+	if l.RandomSeed == nil {
+		if s, ok := cfg["random_seed"]; ok && s != nil {
+			v, ok := toInt64(s)
+			if !ok {
+				return nil, l.CLIDoc.Errorf([]string{"random_seed"}, "random_seed must be an integer")
+			}
+			l.RandomSeed = &v
+		}
+	}
+	l.Teardown = true
+	if a.Teardown != nil {
+		l.Teardown = *a.Teardown
+	} else if t, ok := cfg["teardown"].(bool); ok {
+		l.Teardown = t
+	}
+	l.LogLevel = firstNonEmpty(a.LogLevel, logLevelString(cfg["log_level"]))
+	l.LogFile = firstNonEmpty(a.LogFile, str(cfg["log_file"]))
+	return l, nil
+}
+
+func logLevelString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return PyFloat(x)
+	}
+	return ""
+}
+
+func isPositiveInt(v any) bool {
+	n, ok := toInt64(v)
+	return ok && n >= 1
+}
+
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true
+		}
+	case string:
+		if n, ok := parsePyInt(x); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// stringList reads a key that may be a string or a list of strings.
+func stringList(doc *source.Doc, m map[string]any, key string) ([]string, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		out := make([]string, 0, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, doc.Errorf([]string{key, strconv.Itoa(i)}, "expected a string")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, doc.Errorf([]string{key}, "expected a string or a list of strings")
+}
+
+// IsUsage reports whether err is a command-line usage problem.
+func IsUsage(err error) bool {
+	var ue *UsageError
+	return errors.As(err, &ue)
+}

@@ -1,0 +1,208 @@
+// Package configs loads bench's (and mlos_bench's) JSON5 configs: search
+// paths, built-in configs, schema validation, globals and their precedence,
+// and the variable-expansion rules.
+package configs
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/benchtune/bench/configs/source"
+)
+
+//go:embed builtin
+var builtinFS embed.FS
+
+// BuiltinPrefix marks a resolved path that names a built-in config
+// embedded in the binary, e.g. "builtin:storage/sqlite.jsonc".
+const BuiltinPrefix = "builtin:"
+
+// Builtin returns the tree of built-in configs (the last entry of every
+// search path).
+func Builtin() fs.FS {
+	sub, err := fs.Sub(builtinFS, "builtin")
+	if err != nil {
+		panic(err) // the embedded tree always has this folder
+	}
+	return sub
+}
+
+// Kind names a config kind (the schema a document is validated against).
+type Kind string
+
+// Config kinds, matching the schemas package.
+const (
+	KindCLI           Kind = "cli"
+	KindGlobals       Kind = "globals"
+	KindEnvironment   Kind = "environment"
+	KindService       Kind = "service"
+	KindOptimizer     Kind = "optimizer"
+	KindScheduler     Kind = "scheduler"
+	KindStorage       Kind = "storage"
+	KindTunableParams Kind = "tunable-params"
+	KindTunableValues Kind = "tunable-values"
+)
+
+// ValidateFunc validates a document against the schema of a kind.
+type ValidateFunc func(kind Kind, doc *source.Doc) error
+
+// Loader finds and reads configs along a search path: the working folder,
+// then the given config paths, then the built-in configs.
+type Loader struct {
+	paths    []string
+	validate ValidateFunc
+}
+
+// SkipValidationEnv lists the environment variables that turn schema
+// validation off (mlos_bench's name and ours) when set to true/1/yes/y/on.
+var SkipValidationEnv = []string{"BENCH_SKIP_SCHEMA_VALIDATION", "MLOS_BENCH_SKIP_SCHEMA_VALIDATION"}
+
+func skipValidation() bool {
+	for _, name := range SkipValidationEnv {
+		switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+		case "true", "1", "yes", "y", "on":
+			return true
+		}
+	}
+	return false
+}
+
+// NewLoader returns a loader searching the working folder, then
+// configPaths (made absolute, duplicates dropped), then the built-in
+// configs. validate may be nil to skip schema validation.
+func NewLoader(validate ValidateFunc, configPaths ...string) (*Loader, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("cannot determine the working folder: %w", err)
+	}
+	l := &Loader{validate: validate}
+	l.add(cwd)
+	for _, p := range configPaths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("config path %q: %w", p, err)
+		}
+		l.add(abs)
+	}
+	if skipValidation() {
+		l.validate = nil
+	}
+	return l, nil
+}
+
+func (l *Loader) add(dir string) {
+	dir = filepath.Clean(dir)
+	for _, p := range l.paths {
+		if p == dir {
+			return
+		}
+	}
+	l.paths = append(l.paths, dir)
+}
+
+// WithPaths returns a loader that also searches the given paths (after the
+// existing ones, before the built-in configs).
+func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
+	c := &Loader{paths: append([]string(nil), l.paths...), validate: l.validate}
+	for _, p := range configPaths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("config path %q: %w", p, err)
+		}
+		c.add(abs)
+	}
+	return c, nil
+}
+
+// Paths returns the search path folders (without the built-in configs,
+// which come last).
+func (l *Loader) Paths() []string { return append([]string(nil), l.paths...) }
+
+// Resolve finds a file: an absolute path is returned as it is; a relative
+// one is looked up in extra folders, then the search path, then the
+// built-in configs ("builtin:..."); when nothing matches, p is returned
+// unchanged (as mlos_bench does) so that the caller's error names it.
+func (l *Loader) Resolve(p string, extra ...string) string {
+	if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, BuiltinPrefix) {
+		return p
+	}
+	for _, dir := range append(append([]string(nil), extra...), l.paths...) {
+		full := filepath.Join(dir, p)
+		if _, err := os.Stat(full); err == nil {
+			return full
+		}
+	}
+	if rel := path.Clean(filepath.ToSlash(p)); fs.ValidPath(rel) {
+		if _, err := fs.Stat(Builtin(), rel); err == nil {
+			return BuiltinPrefix + rel
+		}
+	}
+	return p
+}
+
+// IsInline reports whether a config argument is inline JSON rather than a
+// path (mlos_bench: it contains '{' or '[').
+func IsInline(spec string) bool { return strings.ContainsAny(spec, "{[") }
+
+// ReadFile reads a resolved path (including "builtin:" ones).
+func ReadFile(p string) ([]byte, error) {
+	if rel, ok := strings.CutPrefix(p, BuiltinPrefix); ok {
+		return fs.ReadFile(Builtin(), rel)
+	}
+	return os.ReadFile(p)
+}
+
+// ReadDoc parses a config given as a path (resolved on the search path) or
+// as inline JSON5, without schema validation.
+func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
+	if IsInline(spec) {
+		return source.Parse("<inline config>", []byte(spec))
+	}
+	resolved := l.Resolve(spec)
+	data, err := ReadFile(resolved)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &source.Error{File: spec, Msg: fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(l.paths, ", "))}
+		}
+		return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: err}
+	}
+	return source.Parse(resolved, data)
+}
+
+// Load reads a config and validates it against the schema of kind.
+func (l *Loader) Load(spec string, kind Kind) (*source.Doc, error) {
+	doc, err := l.ReadDoc(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Validate(kind, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Validate checks doc against the schema of kind (unless validation is
+// switched off).
+func (l *Loader) Validate(kind Kind, doc *source.Doc) error {
+	if l.validate == nil {
+		return nil
+	}
+	return l.validate(kind, doc)
+}
+
+// Object returns the top-level object of a document as a plain map without
+// its "$schema" key; a document that is not an object is an error.
+func Object(doc *source.Doc) (map[string]any, error) {
+	m, ok := doc.Root.Value().(map[string]any)
+	if !ok {
+		return nil, doc.Errorf(nil, "expected a JSON object, got %s", doc.Root.Kind)
+	}
+	delete(m, "$schema")
+	return m, nil
+}
