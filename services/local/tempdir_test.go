@@ -1,0 +1,146 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTempDirFresh(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	svc, err := NewTempDirContext(TempDirConfig{}, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, cleanA, err := svc.TempDir(ctx, "my env/with:odd*chars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, cleanB, err := svc.TempDir(ctx, "my env/with:odd*chars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two calls gave the same dir %s", a)
+	}
+	for _, d := range []string{a, b} {
+		if filepath.Dir(d) != os.Getenv("TMPDIR") {
+			t.Errorf("%s is not under TMPDIR", d)
+		}
+		if base := filepath.Base(d); !strings.HasPrefix(base, "bench-my_env_with_odd_chars-") {
+			t.Errorf("dir name %q does not carry the sanitized env name", base)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cleanA(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s not removed: %v", a, err)
+	}
+	if _, err := os.Stat(b); err != nil {
+		t.Errorf("cleaning one dir touched the other: %v", err)
+	}
+	if err := cleanB(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTempDirKeep(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	svc, err := NewTempDirContext(TempDirConfig{KeepTempDir: true}, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, cleanup, err := svc.TempDir(context.Background(), "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Errorf("kept dir %s was removed: %v", d, err)
+	}
+}
+
+func TestTempDirConfigured(t *testing.T) {
+	base := t.TempDir()
+	// A relative temp_dir found on the search path is used from there.
+	if err := os.MkdirAll(filepath.Join(base, "cfg", "existing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, tempDir, want string
+	}{
+		{"absolute, created", filepath.Join(base, "a", "b"), filepath.Join(base, "a", "b")},
+		{"relative on the search path", "existing", filepath.Join(base, "cfg", "existing")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := NewTempDirContext(TempDirConfig{TempDir: tc.tempDir}, Options{SearchPath: []string{filepath.Join(base, "cfg")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, cleanup, err := svc.TempDir(context.Background(), "env")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d != tc.want {
+				t.Errorf("dir %s, want %s", d, tc.want)
+			}
+			if err := cleanup(); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+				t.Errorf("configured dir removed or missing: %v", err)
+			}
+		})
+	}
+
+	// A relative temp_dir that is not on the search path is relative to
+	// the working folder.
+	t.Chdir(base)
+	svc, err := NewTempDirContext(TempDirConfig{TempDir: "rel/dir"}, Options{SearchPath: []string{filepath.Join(base, "cfg")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := svc.TempDir(context.Background(), "env")
+	if err != nil || d != filepath.Join(base, "rel", "dir") {
+		t.Errorf("dir %s, %v", d, err)
+	}
+}
+
+func TestSanitizeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                      "env",
+		"..":                    "env",
+		"Local Env #1":          "Local_Env__1",
+		"a/b\\c":                "a_b_c",
+		"ok-name_1.2":           "ok-name_1.2",
+		"héllo":                 "h_llo",
+		strings.Repeat("x", 99): strings.Repeat("x", 48),
+	} {
+		if got := sanitizeName(in); got != want {
+			t.Errorf("sanitizeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTempDirCancelled(t *testing.T) {
+	svc, err := NewTempDirContext(TempDirConfig{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := svc.TempDir(ctx, "env"); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
+	}
+}
