@@ -1,0 +1,171 @@
+package bayes
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestMatern(t *testing.T) {
+	for _, sig2 := range []float64{0.5, 2} {
+		if k, _ := matern(0, sig2); k != sig2 {
+			t.Errorf("k(0) = %v, want %v", k, sig2)
+		}
+		prev := math.Inf(1)
+		for _, r2 := range []float64{0, 0.01, 0.1, 1, 4, 25} {
+			k, dk := matern(r2, sig2)
+			if k > prev || k < 0 {
+				t.Errorf("k(%v) = %v: not decreasing and positive", r2, k)
+			}
+			prev = k
+			h := 1e-6 * max(r2, 1e-3)
+			kp, _ := matern(r2+h, sig2)
+			km, _ := matern(max(r2-h, 0), sig2)
+			fd := (kp - km) / (r2 + h - max(r2-h, 0))
+			if math.Abs(fd-dk) > 1e-5*math.Max(1, math.Abs(dk)) {
+				t.Errorf("dk/dr²(%v) = %v, finite difference %v", r2, dk, fd)
+			}
+		}
+	}
+}
+
+// testGP builds a GP on n random points of a 3-D space whose last feature
+// is categorical.
+func testGP(t *testing.T, n int, seed uint64) (*gp, [][]float64, []float64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	cat := []bool{false, false, true}
+	th := hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3)}
+	g := newGP(cat, th)
+	xs := make([][]float64, n)
+	y := make([]float64, n)
+	cnt := make([]float64, n)
+	for i := range xs {
+		xs[i] = []float64{rng.Float64(), rng.Float64(), float64(rng.IntN(3))}
+		y[i] = math.Sin(5*xs[i][0]) + xs[i][1]*xs[i][1] + 0.3*xs[i][2]
+		cnt[i] = 1
+	}
+	if err := g.setData(xs, cnt, y); err != nil {
+		t.Fatal(err)
+	}
+	return g, xs, y
+}
+
+// TestCholeskyJitter: identical points with (almost) no noise make the
+// kernel matrix singular; the factorization must succeed by adding jitter.
+func TestCholeskyJitter(t *testing.T) {
+	cat := []bool{false, false}
+	g := newGP(cat, hyper{math.Log(0.5), math.Log(0.5), 0, math.Log(1e-300)})
+	xs := [][]float64{{0.2, 0.3}, {0.2, 0.3}, {0.2, 0.3}, {0.7, 0.1}, {0.7, 0.1 + 1e-12}}
+	if err := g.setData(xs, []float64{1, 1, 1, 1, 1}, []float64{1, 1.1, 0.9, -1, -1}); err != nil {
+		t.Fatalf("setData: %v", err)
+	}
+	if g.jitter <= 0 {
+		t.Errorf("jitter = %v, want > 0 for a singular kernel matrix", g.jitter)
+	}
+	mu, v := g.predict([]float64{0.2, 0.3})
+	if math.IsNaN(mu) || math.IsNaN(v) || v <= 0 || math.Abs(mu-1) > 0.01 {
+		t.Errorf("predict at the repeated point = %v, %v; want mean ≈ 1 and positive variance", mu, v)
+	}
+	// A fantasy at an existing point keeps the factor usable.
+	g.appendPoint([]float64{0.7, 0.1}, 0, -1)
+	if mu, v := g.predict([]float64{0.5, 0.5}); math.IsNaN(mu) || math.IsNaN(v) {
+		t.Errorf("predict after a duplicate fantasy = %v, %v", mu, v)
+	}
+}
+
+// TestPosteriorMatchesDirect compares the incremental factor (points
+// appended one by one, then truncated) with a fresh factorization.
+func TestPosteriorMatchesDirect(t *testing.T) {
+	g, xs, y := testGP(t, 30, 7)
+	full := newGP(g.cat, hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3)})
+	if err := full.setData(xs[:20], ones(20), y[:20]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 20; i < 30; i++ {
+		full.appendPoint(xs[i], full.noise, y[i])
+	}
+	q := []float64{0.4, 0.6, 1}
+	mu1, v1 := g.predict(q)
+	mu2, v2 := full.predict(q)
+	if math.Abs(mu1-mu2) > 1e-8 || math.Abs(v1-v2) > 1e-8 {
+		t.Errorf("incremental (%v, %v) != direct (%v, %v)", mu2, v2, mu1, v1)
+	}
+	// Interpolation: near-zero noise, the mean at a training point is its
+	// target and the variance is small.
+	mu, v := g.predict(xs[3])
+	if math.Abs(mu-y[3]) > 0.05 || v > 0.01 {
+		t.Errorf("at a training point: mean %v (target %v), variance %v", mu, y[3], v)
+	}
+	full.truncate(20)
+	sub := newGP(g.cat, hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3)})
+	if err := sub.setData(xs[:20], ones(20), y[:20]); err != nil {
+		t.Fatal(err)
+	}
+	mu1, v1 = sub.predict(q)
+	mu2, v2 = full.predict(q)
+	if math.Abs(mu1-mu2) > 1e-10 || math.Abs(v1-v2) > 1e-10 {
+		t.Errorf("after truncate (%v, %v) != direct (%v, %v)", mu2, v2, mu1, v1)
+	}
+}
+
+func ones(n int) []float64 {
+	o := make([]float64, n)
+	for i := range o {
+		o[i] = 1
+	}
+	return o
+}
+
+func TestPredictGradient(t *testing.T) {
+	g, _, _ := testGP(t, 25, 3)
+	dims := []int{0, 1}
+	dmu, dv := make([]float64, 2), make([]float64, 2)
+	for _, q := range [][]float64{{0.3, 0.7, 0}, {0.9, 0.1, 2}, {0.51, 0.49, 1}} {
+		mu, v := g.predictGrad(q, dims, dmu, dv)
+		mu0, v0 := g.predict(q)
+		if math.Abs(mu-mu0) > 1e-12 || math.Abs(v-v0) > 1e-12 {
+			t.Fatalf("predictGrad value (%v, %v) != predict (%v, %v)", mu, v, mu0, v0)
+		}
+		for j, d := range dims {
+			h := 1e-6
+			qp := append([]float64(nil), q...)
+			qm := append([]float64(nil), q...)
+			qp[d] += h
+			qm[d] -= h
+			mp, vp := g.predict(qp)
+			mm, vm := g.predict(qm)
+			if fd := (mp - mm) / (2 * h); math.Abs(fd-dmu[j]) > 1e-5*math.Max(1, math.Abs(fd)) {
+				t.Errorf("dμ/dx%d at %v = %v, finite difference %v", d, q, dmu[j], fd)
+			}
+			if fd := (vp - vm) / (2 * h); math.Abs(fd-dv[j]) > 1e-5*math.Max(1, math.Abs(fd)) {
+				t.Errorf("dσ²/dx%d at %v = %v, finite difference %v", d, q, dv[j], fd)
+			}
+		}
+	}
+}
+
+func TestAcquisitionGradient(t *testing.T) {
+	g, _, _ := testGP(t, 25, 5)
+	o := &Optimizer{}
+	a := &acq{o: o, g: g, best: incumbent(g), dmu: make([]float64, 3), dv: make([]float64, 3), grad: make([]float64, 3)}
+	dims := []int{0, 1}
+	for _, q := range [][]float64{{0.3, 0.7, 0}, {0.95, 0.05, 2}, {0.5, 0.5, 1}} {
+		f := a.valueGrad(q, dims)
+		if f0 := a.valueX(q); math.Abs(f-f0) > 1e-10 {
+			t.Fatalf("valueGrad %v != value %v", f, f0)
+		}
+		grad := append([]float64(nil), a.grad[:2]...)
+		for j, d := range dims {
+			h := 1e-6
+			qp := append([]float64(nil), q...)
+			qm := append([]float64(nil), q...)
+			qp[d] += h
+			qm[d] -= h
+			fd := (a.valueX(qp) - a.valueX(qm)) / (2 * h)
+			if math.Abs(fd-grad[j]) > 1e-4*math.Max(1, math.Abs(fd)) {
+				t.Errorf("dlogEI/dx%d at %v = %v, finite difference %v", d, q, grad[j], fd)
+			}
+		}
+	}
+}
