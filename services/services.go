@@ -162,6 +162,9 @@ type Spec struct {
 	Globals Params
 	// Parent gives access to the services below this one (e.g. Auth).
 	Parent *Stack
+	// SearchPath is the config search path (absolute folders, without the
+	// built-in configs): LocalExecService resolves script names on it.
+	SearchPath []string
 	// Ref points at the service's config, for error messages.
 	Ref source.Ref
 }
