@@ -1,0 +1,319 @@
+// Package sql stores experiments in SQLite (embedded, pure Go, the default)
+// or PostgreSQL through database/sql, with versioned schema migrations.
+//
+// Importing the package registers the "sqlite" and "postgresql" backends of
+// storage.Open:
+//
+//	import _ "github.com/benchtune/bench/storage/sql"
+//
+// SQLite databases are opened in WAL mode with a busy timeout, foreign keys
+// on and write transactions that take the write lock when they begin
+// (BEGIN IMMEDIATE), so several goroutines and several processes can write
+// and read the same file at once. PostgreSQL transactions lock the rows
+// they change; creating trials locks the experiment row so that trial ids
+// stay dense across processes.
+package sql
+
+import (
+	"context"
+	dbsql "database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+
+	"github.com/benchtune/bench/storage"
+)
+
+func init() {
+	storage.RegisterBackend("sqlite", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
+		return Open(ctx, cfg)
+	})
+	storage.RegisterBackend("postgresql", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
+		return Open(ctx, cfg)
+	})
+}
+
+// Store is the SQL implementation of storage.Storage.
+type Store struct {
+	db       *dbsql.DB // reads (and everything on PostgreSQL)
+	wdb      *dbsql.DB // write transactions and migrations
+	dialect  dialect
+	describe string
+	log      *slog.Logger
+	logSQL   bool
+	password string // only to scrub it from driver errors
+
+	// writeMu serializes this process's write transactions on SQLite, where
+	// the database allows a single writer anyway: writers then queue here
+	// instead of polling the file lock. Other processes still wait on the
+	// busy timeout.
+	writeMu sync.Mutex
+
+	wal bool // switch the SQLite file to WAL mode on connect
+
+	schemaMu    sync.Mutex
+	schemaReady bool
+}
+
+var _ storage.Storage = (*Store)(nil)
+
+// busyTimeout is how long an SQLite statement waits for another
+// connection's or process's write lock before failing.
+const busyTimeout = 30 * time.Second
+
+// Open connects to the database cfg describes and, unless
+// cfg.LazySchemaCreate is set, creates or upgrades its schema.
+func Open(ctx context.Context, cfg storage.Config) (*Store, error) {
+	backend, err := cfg.Backend()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Store{log: log, logSQL: cfg.LogSQL, password: cfg.Password}
+	switch backend {
+	case "sqlite":
+		err = s.openSQLite(cfg)
+	case "postgresql":
+		err = s.openPostgres(cfg)
+	default:
+		err = fmt.Errorf("%w %q", storage.ErrUnsupportedDriver, cfg.DriverName)
+	}
+	if err != nil {
+		return nil, s.scrub(err)
+	}
+	if err := s.connect(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("storage: connect to %s: %w", s.describe, s.scrub(err))
+	}
+	if !cfg.LazySchemaCreate {
+		if err := s.Migrate(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	s.log.Debug("storage opened", "storage", s.describe)
+	return s, nil
+}
+
+func (s *Store) openSQLite(cfg storage.Config) error {
+	s.dialect = sqliteDialect{}
+	var synchronous = "NORMAL"
+	for k, v := range cfg.Query {
+		switch strings.ToLower(k) {
+		case "synchronous":
+			switch strings.ToUpper(v) {
+			case "NORMAL", "FULL", "EXTRA":
+				synchronous = strings.ToUpper(v)
+			default:
+				return fmt.Errorf("%w: sqlite query option synchronous=%q: want NORMAL, FULL or EXTRA", storage.ErrInvalid, v)
+			}
+		default:
+			return fmt.Errorf("%w: unknown sqlite query option %q (only \"synchronous\" is supported)", storage.ErrInvalid, k)
+		}
+	}
+	if cfg.Host != "" || cfg.Port != 0 || cfg.Username != "" || cfg.Password != "" {
+		return fmt.Errorf("%w: sqlite storage takes no host, port, username or password", storage.ErrInvalid)
+	}
+	params := url.Values{}
+	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	params.Add("_pragma", "foreign_keys(1)")
+	params.Add("_txlock", "immediate")
+	db := strings.TrimSpace(cfg.Database)
+	memory := db == "" || db == ":memory:"
+	var dsn string
+	if memory {
+		// Every connection to ":memory:" is a database of its own: keep a
+		// single connection so that all calls see the same one.
+		dsn = "file::memory:?" + params.Encode()
+		s.describe = "sqlite in memory (nothing is kept)"
+	} else {
+		path, err := filepath.Abs(db)
+		if err != nil {
+			return fmt.Errorf("storage: sqlite database path %q: %w", db, err)
+		}
+		if cfg.NoCreate {
+			if _, err := os.Stat(path); err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("%w: sqlite file %s", storage.ErrNoDatabase, path)
+				}
+				return fmt.Errorf("storage: sqlite file %s: %w", path, err)
+			}
+		}
+		if dir := filepath.Dir(path); dir != "" {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return fmt.Errorf("%w: sqlite file %s: folder %s does not exist", storage.ErrInvalid, path, dir)
+			}
+		}
+		// journal_mode is set once by connect: WAL is a property of the file.
+		params.Add("_pragma", "synchronous("+synchronous+")")
+		s.wal = true
+		dsn = "file:" + uriPath(path) + "?" + params.Encode()
+		s.describe = "sqlite file " + path
+	}
+	open := func(conns int) (*dbsql.DB, error) {
+		h, err := dbsql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", s.describe, err)
+		}
+		h.SetMaxOpenConns(conns)
+		h.SetMaxIdleConns(conns)
+		h.SetConnMaxLifetime(0)
+		h.SetConnMaxIdleTime(0)
+		return h, nil
+	}
+	var err error
+	if memory {
+		// A single connection, kept forever: closing it would drop the data.
+		s.db, err = open(1)
+		s.wdb = s.db
+		return err
+	}
+	if s.db, err = open(8); err != nil {
+		return err
+	}
+	// SQLite has one writer at a time: a single write connection loses no
+	// concurrency and keeps its page cache warm between transactions.
+	s.wdb, err = open(1)
+	return err
+}
+
+// connect checks the database answers and puts a SQLite file in WAL mode.
+// A new SQLite file that another process is creating at the same moment
+// may report itself busy without waiting (changing the journal mode needs
+// the file for itself): that is retried until busyTimeout.
+func (s *Store) connect(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeout)
+	delay := 10 * time.Millisecond
+	for {
+		err := s.db.PingContext(ctx)
+		if err == nil && s.wal {
+			var mode string
+			err = s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+			if err == nil && !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("sqlite refused WAL mode (journal mode is %q)", mode)
+			}
+		}
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// isBusy reports an SQLite "database is locked" error.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == 5 // SQLITE_BUSY
+}
+
+// uriPath escapes the characters an SQLite URI filename gives a meaning.
+func uriPath(p string) string {
+	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return r.Replace(filepath.ToSlash(p))
+}
+
+func (s *Store) openPostgres(cfg storage.Config) error {
+	s.dialect = postgresDialect{}
+	// Build a keyword/value string without the password, so that no parse
+	// error can echo it; the password is set on the parsed config.
+	var kv []string
+	add := func(k, v string) { kv = append(kv, k+"="+quoteConnValue(v)) }
+	if cfg.Host != "" {
+		add("host", cfg.Host)
+	}
+	if cfg.Port != 0 {
+		add("port", strconv.Itoa(cfg.Port))
+	}
+	if cfg.Username != "" {
+		add("user", cfg.Username)
+	}
+	if cfg.Database != "" {
+		add("dbname", cfg.Database)
+	}
+	for k, v := range cfg.Query {
+		lk := strings.ToLower(k)
+		if lk == "password" || lk == "passfile" {
+			return fmt.Errorf("%w: give the postgresql password as the \"password\" key, not in query", storage.ErrInvalid)
+		}
+		add(k, v)
+	}
+	pc, err := pgx.ParseConfig(strings.Join(kv, " "))
+	if err != nil {
+		return fmt.Errorf("%w: postgresql connection settings: %v", storage.ErrInvalid, err)
+	}
+	if cfg.Password != "" {
+		pc.Password = cfg.Password
+	}
+	host := pc.Host
+	if strings.HasPrefix(host, "/") {
+		host = "[" + host + "]"
+	}
+	s.describe = fmt.Sprintf("postgresql %s@%s:%d/%s", pc.User, host, pc.Port, pc.Database)
+	s.db = stdlib.OpenDB(*pc)
+	s.db.SetMaxOpenConns(16)
+	s.db.SetMaxIdleConns(4)
+	s.db.SetConnMaxIdleTime(5 * time.Minute)
+	s.wdb = s.db
+	return nil
+}
+
+func quoteConnValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, ` '\`) {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+// Describe says where the data lives, without any password.
+func (s *Store) Describe() string { return s.describe }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	var errs []error
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	if s.wdb != nil && s.wdb != s.db {
+		errs = append(errs, s.wdb.Close())
+	}
+	return s.scrub(errors.Join(errs...))
+}
+
+// DB is the underlying database handle, for tests and tools.
+func (s *Store) DB() *dbsql.DB { return s.db }
+
+// scrub removes the password from an error message, keeping the error
+// chain for errors.Is/As.
+func (s *Store) scrub(err error) error {
+	if err == nil || s.password == "" || !strings.Contains(err.Error(), s.password) {
+		return err
+	}
+	return &scrubbed{err: err, msg: strings.ReplaceAll(err.Error(), s.password, "xxxxx")}
+}
+
+type scrubbed struct {
+	err error
+	msg string
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }

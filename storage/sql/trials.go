@@ -1,0 +1,541 @@
+package sql
+
+import (
+	"context"
+	dbsql "database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/storage"
+)
+
+// NewTrial queues a new trial.
+func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (storage.Trial, error) {
+	if spec.TrialRunnerID < 0 {
+		return storage.Trial{}, fmt.Errorf("%w: trial runner id %d is negative", storage.ErrInvalid, spec.TrialRunnerID)
+	}
+	params, err := cleanMap("parameter", spec.Params)
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	meta, err := cleanMap("trial parameter", spec.Metadata)
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	hash := strings.TrimSpace(spec.ConfigHash)
+	if hash == "" {
+		hash = storage.HashParams(params)
+	}
+	hash = clean(hash)
+	ts := normTime(spec.TsStart)
+	first := max(e.info.FirstTrialID, 1)
+	trial := storage.Trial{
+		ExperimentID:  e.info.ID,
+		ConfigHash:    hash,
+		TrialRunnerID: spec.TrialRunnerID,
+		Status:        environments.PENDING,
+		TsStart:       ts,
+		Params:        params,
+		Metadata:      meta,
+	}
+	err = e.s.write(ctx, func(r runner) error {
+		// Lock the experiment: trial ids are allocated one writer at a time.
+		var exp string
+		err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
+		if errors.Is(err, dbsql.ErrNoRows) {
+			return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		}
+		if trial.ConfigID, err = e.configID(ctx, r, hash, params); err != nil {
+			return err
+		}
+		var last dbsql.NullInt64
+		if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
+			return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		}
+		trial.ID = first
+		if last.Valid {
+			trial.ID = max(int(last.Int64)+1, first)
+		}
+		var runner any
+		if spec.TrialRunnerID > 0 {
+			runner = spec.TrialRunnerID
+		}
+		if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status) VALUES (?, ?, ?, ?, ?, ?)`,
+			e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), environments.PENDING.String()); err != nil {
+			return fmt.Errorf("storage: new trial %d of %q: %w", trial.ID, e.info.ID, err)
+		}
+		rows := make([][]any, 0, len(meta))
+		for _, k := range sortedKeys(meta) {
+			rows = append(rows, []any{e.info.ID, trial.ID, k, meta[k]})
+		}
+		if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
+			return err
+		}
+		return e.addHistory(ctx, r, trial.ID, environments.PENDING, ts)
+	})
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	return trial, nil
+}
+
+// configID finds the configuration stored under hash, or stores it.
+func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
+	var id int64
+	err := r.queryRow(ctx, `INSERT INTO config (config_hash) VALUES (?) ON CONFLICT (config_hash) DO NOTHING RETURNING config_id`, hash).Scan(&id)
+	if err == nil {
+		rows := make([][]any, 0, len(params))
+		for _, k := range sortedKeys(params) {
+			rows = append(rows, []any{id, k, params[k]})
+		}
+		return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
+	}
+	if !errors.Is(err, dbsql.ErrNoRows) {
+		return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
+	}
+	// Stored before (by this or another experiment): check it is the same.
+	if err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id); err != nil {
+		return 0, fmt.Errorf("storage: find config %s: %w", hash, e.s.scrub(err))
+	}
+	stored := map[string]string{}
+	err = r.each(ctx, func(rows *dbsql.Rows) error {
+		var k string
+		var v dbsql.NullString
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		stored[k] = v.String
+		return nil
+	}, `SELECT param_id, param_value FROM config_param WHERE config_id = ?`, id)
+	if err != nil {
+		return 0, fmt.Errorf("storage: load config %d: %w", id, err)
+	}
+	if !maps.Equal(stored, params) {
+		return 0, fmt.Errorf("%w: config hash %s is already stored (config %d) with other parameter values: stored %v, given %v",
+			storage.ErrInvalid, hash, id, stored, params)
+	}
+	return id, nil
+}
+
+func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, status environments.Status, ts time.Time) error {
+	_, err := r.exec(ctx, `INSERT INTO trial_status (exp_id, trial_id, ts, status) VALUES (?, ?, ?, ?)
+		ON CONFLICT (exp_id, trial_id, ts, status) DO NOTHING`, e.info.ID, trialID, e.s.dialect.ts(ts), status.String())
+	if err != nil {
+		return fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
+	}
+	return nil
+}
+
+// unchanged explains why an update of an unfinished trial matched no row.
+func (e *experiment) unchanged(ctx context.Context, r runner, trialID int) error {
+	var status string
+	err := r.queryRow(ctx, `SELECT status FROM trial WHERE exp_id = ? AND trial_id = ?`, e.info.ID, trialID).Scan(&status)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		return fmt.Errorf("%w: trial %d of experiment %q", storage.ErrNotFound, trialID, e.info.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: trial %d of %q: %w", trialID, e.info.ID, e.s.scrub(err))
+	}
+	return fmt.Errorf("%w: trial %d of experiment %q is %s", storage.ErrFinished, trialID, e.info.ID, status)
+}
+
+func affected(res dbsql.Result) (bool, error) {
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) error {
+	if runnerID < 1 {
+		return fmt.Errorf("%w: trial runner id %d: want 1 or more", storage.ErrInvalid, runnerID)
+	}
+	return e.s.write(ctx, func(r runner) error {
+		res, err := r.exec(ctx, `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`, runnerID, e.info.ID, trialID)
+		if err != nil {
+			return fmt.Errorf("storage: assign trial %d of %q to runner %d: %w", trialID, e.info.ID, runnerID, err)
+		}
+		if ok, err := affected(res); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return e.unchanged(ctx, r, trialID)
+		}
+		return nil
+	})
+}
+
+func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status environments.Status, ts time.Time) error {
+	switch status {
+	case environments.PENDING, environments.READY, environments.RUNNING:
+	default:
+		if status.IsCompleted() {
+			return fmt.Errorf("%w: trial %d: %s is a final status: record it with Finish", storage.ErrInvalid, trialID, status)
+		}
+		return fmt.Errorf("%w: trial %d: cannot set status %s", storage.ErrInvalid, trialID, status)
+	}
+	ts = normTime(ts)
+	return e.s.write(ctx, func(r runner) error {
+		q := `UPDATE trial SET status = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+		args := []any{status.String(), e.info.ID, trialID}
+		if status == environments.RUNNING {
+			q = `UPDATE trial SET status = ?, ts_start = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+			args = []any{status.String(), e.s.dialect.ts(ts), e.info.ID, trialID}
+		}
+		res, err := r.exec(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("storage: set trial %d of %q to %s: %w", trialID, e.info.ID, status, err)
+		}
+		if ok, err := affected(res); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return e.unchanged(ctx, r, trialID)
+		}
+		return e.addHistory(ctx, r, trialID, status, ts)
+	})
+}
+
+// Finish records the final status and outcome of a trial, all in one
+// transaction.
+func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialOutcome) error {
+	if !out.Status.IsCompleted() {
+		return fmt.Errorf("%w: trial %d: %s is not a final status (want SUCCEEDED, FAILED, TIMED_OUT or CANCELED)", storage.ErrInvalid, trialID, out.Status)
+	}
+	ts := normTime(out.Ts)
+	// Check and convert everything before the transaction starts.
+	results := make([][]any, 0, len(out.Results))
+	for _, k := range sortedKeys(out.Results) {
+		name := clean(strings.TrimSpace(k))
+		if name == "" {
+			return fmt.Errorf("%w: trial %d: a result has an empty name", storage.ErrInvalid, trialID)
+		}
+		v, err := storedValue(out.Results[k])
+		if err != nil {
+			return fmt.Errorf("trial %d: result %q: %w", trialID, k, err)
+		}
+		results = append(results, []any{e.info.ID, trialID, name, v})
+	}
+	type telKey struct {
+		ts     time.Time
+		metric string
+	}
+	seen := map[telKey]bool{}
+	telemetry := make([][]any, 0, len(out.Telemetry))
+	for i, t := range out.Telemetry {
+		name := clean(strings.TrimSpace(t.Metric))
+		if name == "" {
+			return fmt.Errorf("%w: trial %d: telemetry %d has no metric name", storage.ErrInvalid, trialID, i)
+		}
+		if t.Ts.IsZero() {
+			return fmt.Errorf("%w: trial %d: telemetry %d (%s) has no timestamp", storage.ErrInvalid, trialID, i, name)
+		}
+		tts := normTime(t.Ts)
+		if seen[telKey{tts, name}] {
+			continue
+		}
+		seen[telKey{tts, name}] = true
+		v, err := storedValue(t.Value)
+		if err != nil {
+			return fmt.Errorf("trial %d: telemetry %q: %w", trialID, name, err)
+		}
+		telemetry = append(telemetry, []any{e.info.ID, trialID, e.s.dialect.ts(tts), name, v})
+	}
+	output := make([][]any, 0, len(out.Output))
+	for i, o := range out.Output {
+		var start any
+		if !o.Start.IsZero() {
+			start = e.s.dialect.ts(normTime(o.Start))
+		}
+		output = append(output, []any{e.info.ID, trialID, i, clean(o.Phase), clean(o.Env), o.Line, clean(o.Command),
+			o.ExitCode, clean(o.Stdout), clean(o.Stderr), o.Truncated, start, int64(o.Duration)})
+	}
+	var reason any
+	if out.FailureReason != "" {
+		reason = clean(out.FailureReason)
+	}
+	return e.s.write(ctx, func(r runner) error {
+		res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
+			out.Status.String(), e.s.dialect.ts(ts), reason, e.info.ID, trialID)
+		if err != nil {
+			return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
+		}
+		if ok, err := affected(res); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return e.unchanged(ctx, r, trialID)
+		}
+		if err := e.addHistory(ctx, r, trialID, out.Status, ts); err != nil {
+			return err
+		}
+		if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, results, ""); err != nil {
+			return err
+		}
+		if err := r.insertRows(ctx, "trial_telemetry", []string{"exp_id", "trial_id", "ts", "metric_id", "metric_value"}, telemetry,
+			" ON CONFLICT (exp_id, trial_id, ts, metric_id) DO NOTHING"); err != nil {
+			return err
+		}
+		return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
+			"exit_code", "stdout", "stderr", "truncated", "ts_start", "duration_ns"}, output, "")
+	})
+}
+
+// storedValue is the column value of a result or telemetry value: its
+// text, or NULL.
+func storedValue(v any) (any, error) {
+	text, null, err := storage.FormatValue(v)
+	if err != nil {
+		return nil, err
+	}
+	if null {
+		return nil, nil
+	}
+	return clean(text), nil
+}
+
+func cleanMap(what string, m map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		name := clean(strings.TrimSpace(k))
+		if name == "" {
+			return nil, fmt.Errorf("%w: a %s has an empty name", storage.ErrInvalid, what)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: %s %q given twice", storage.ErrInvalid, what, name)
+		}
+		out[name] = clean(v)
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+var (
+	unfinished = []environments.Status{environments.PENDING, environments.READY, environments.RUNNING}
+	completed  = []environments.Status{environments.SUCCEEDED, environments.FAILED, environments.TIMED_OUT}
+)
+
+func (e *experiment) PendingTrials(ctx context.Context) ([]storage.Trial, error) {
+	var out []storage.Trial
+	err := e.s.read(ctx, func(r runner) error {
+		var err error
+		out, err = e.loadTrials(ctx, r, "t.ts_end IS NULL AND "+statusIn(unfinished), nil, 0)
+		return err
+	})
+	return out, err
+}
+
+func (e *experiment) CompletedTrials(ctx context.Context, afterTrialID int) ([]storage.Trial, error) {
+	var out []storage.Trial
+	err := e.s.read(ctx, func(r runner) error {
+		var err error
+		out, err = e.loadTrials(ctx, r, "t.trial_id > ? AND "+statusIn(completed), []any{afterTrialID}, 0)
+		return err
+	})
+	return out, err
+}
+
+func (e *experiment) Trials(ctx context.Context, f storage.TrialFilter) ([]storage.Trial, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit %d", storage.ErrInvalid, f.Limit)
+	}
+	where, args := "t.trial_id > ?", []any{f.AfterID}
+	if f.Statuses != nil {
+		where += " AND " + statusIn(f.Statuses)
+	}
+	var out []storage.Trial
+	err := e.s.read(ctx, func(r runner) error {
+		var err error
+		out, err = e.loadTrials(ctx, r, where, args, f.Limit)
+		return err
+	})
+	return out, err
+}
+
+// statusIn is an SQL condition on t.status. Status names are constants, not
+// user input.
+func statusIn(sts []environments.Status) string {
+	if len(sts) == 0 {
+		return "1 = 0"
+	}
+	names := make([]string, len(sts))
+	for i, st := range sts {
+		names[i] = "'" + st.String() + "'"
+	}
+	return "t.status IN (" + strings.Join(names, ", ") + ")"
+}
+
+const trialCols = `t.trial_id, t.config_id, c.config_hash, t.trial_runner_id, t.status, t.ts_start, t.ts_end, t.failure_reason`
+
+// loadTrials loads the trials of the experiment that where (on table t)
+// selects, ordered by id, at most limit of them (0: all), with their
+// parameters, metadata and, when finished, results.
+func (e *experiment) loadTrials(ctx context.Context, r runner, where string, args []any, limit int) ([]storage.Trial, error) {
+	q := `SELECT ` + trialCols + ` FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ? AND ` + where + ` ORDER BY t.trial_id`
+	qargs := append([]any{e.info.ID}, args...)
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var trials []storage.Trial
+	index := map[int]int{}
+	err := r.each(ctx, func(rows *dbsql.Rows) error {
+		t, err := e.scanTrial(rows)
+		if err != nil {
+			return err
+		}
+		index[t.ID] = len(trials)
+		trials = append(trials, t)
+		return nil
+	}, q, qargs...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: load trials of %q: %w", e.info.ID, err)
+	}
+	if len(trials) == 0 {
+		return nil, nil
+	}
+	// The same selection, bounded by the ids found (which also applies the
+	// limit), joined with each key/value table.
+	sel := ` FROM trial t %s WHERE t.exp_id = ? AND ` + where + ` AND t.trial_id BETWEEN ? AND ?`
+	kvArgs := append(append([]any{e.info.ID}, args...), trials[0].ID, trials[len(trials)-1].ID)
+	load := func(what, join, cols string, set func(t *storage.Trial, k string, v dbsql.NullString)) error {
+		err := r.each(ctx, func(rows *dbsql.Rows) error {
+			var (
+				id int
+				k  string
+				v  dbsql.NullString
+			)
+			if err := rows.Scan(&id, &k, &v); err != nil {
+				return err
+			}
+			if i, ok := index[id]; ok {
+				set(&trials[i], k, v)
+			}
+			return nil
+		}, `SELECT t.trial_id, `+cols+fmt.Sprintf(sel, join), kvArgs...)
+		if err != nil {
+			return fmt.Errorf("storage: load %s of %q: %w", what, e.info.ID, err)
+		}
+		return nil
+	}
+	err = load("parameters", "JOIN config_param p ON p.config_id = t.config_id", "p.param_id, p.param_value",
+		func(t *storage.Trial, k string, v dbsql.NullString) { t.Params[k] = v.String })
+	if err != nil {
+		return nil, err
+	}
+	err = load("trial parameters", "JOIN trial_param p ON p.exp_id = t.exp_id AND p.trial_id = t.trial_id", "p.param_id, p.param_value",
+		func(t *storage.Trial, k string, v dbsql.NullString) { t.Metadata[k] = v.String })
+	if err != nil {
+		return nil, err
+	}
+	err = load("results", "JOIN trial_result m ON m.exp_id = t.exp_id AND m.trial_id = t.trial_id", "m.metric_id, m.metric_value",
+		func(t *storage.Trial, k string, v dbsql.NullString) {
+			if t.Results != nil {
+				t.Results[k] = storage.ParseValue(v.String, !v.Valid)
+			}
+		})
+	if err != nil {
+		return nil, err
+	}
+	return trials, nil
+}
+
+func (e *experiment) scanTrial(rows *dbsql.Rows) (storage.Trial, error) {
+	var (
+		t          = storage.Trial{ExperimentID: e.info.ID, Params: map[string]string{}, Metadata: map[string]string{}}
+		runner     dbsql.NullInt64
+		status     string
+		start, end dbTime
+		reason     dbsql.NullString
+	)
+	if err := rows.Scan(&t.ID, &t.ConfigID, &t.ConfigHash, &runner, &status, &start, &end, &reason); err != nil {
+		return t, err
+	}
+	st, err := environments.ParseStatus(status)
+	if err != nil {
+		return t, fmt.Errorf("trial %d: %w", t.ID, err)
+	}
+	t.Status, t.TrialRunnerID = st, int(runner.Int64)
+	t.TsStart, t.TsEnd, t.FailureReason = start.t, end.t, reason.String
+	if end.valid {
+		t.Results = storage.Metrics{}
+	}
+	return t, nil
+}
+
+// Trial returns one trial with its telemetry, output and status history.
+func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetail, error) {
+	var d storage.TrialDetail
+	err := e.s.read(ctx, func(r runner) error {
+		trials, err := e.loadTrials(ctx, r, "t.trial_id = ?", []any{trialID}, 0)
+		if err != nil {
+			return err
+		}
+		if len(trials) == 0 {
+			return fmt.Errorf("%w: trial %d of experiment %q", storage.ErrNotFound, trialID, e.info.ID)
+		}
+		d.Trial = trials[0]
+		d.Telemetry, d.Output, d.History = []storage.Telemetry{}, []storage.Output{}, []storage.StatusChange{}
+		key := []any{e.info.ID, trialID}
+		err = r.each(ctx, func(rows *dbsql.Rows) error {
+			var (
+				ts dbTime
+				m  string
+				v  dbsql.NullString
+			)
+			if err := rows.Scan(&ts, &m, &v); err != nil {
+				return err
+			}
+			d.Telemetry = append(d.Telemetry, storage.Telemetry{Ts: ts.t, Metric: m, Value: storage.ParseValue(v.String, !v.Valid)})
+			return nil
+		}, `SELECT ts, metric_id, metric_value FROM trial_telemetry WHERE exp_id = ? AND trial_id = ? ORDER BY ts, metric_id`, key...)
+		if err != nil {
+			return fmt.Errorf("storage: load telemetry of trial %d: %w", trialID, err)
+		}
+		err = r.each(ctx, func(rows *dbsql.Rows) error {
+			var (
+				o     storage.Output
+				start dbTime
+				dur   int64
+			)
+			if err := rows.Scan(&o.Phase, &o.Env, &o.Line, &o.Command, &o.ExitCode, &o.Stdout, &o.Stderr, &o.Truncated, &start, &dur); err != nil {
+				return err
+			}
+			o.Start, o.Duration = start.t, time.Duration(dur)
+			d.Output = append(d.Output, o)
+			return nil
+		}, `SELECT phase, env_name, line, command, exit_code, stdout, stderr, truncated, ts_start, duration_ns
+			FROM trial_output WHERE exp_id = ? AND trial_id = ? ORDER BY seq`, key...)
+		if err != nil {
+			return fmt.Errorf("storage: load output of trial %d: %w", trialID, err)
+		}
+		err = r.each(ctx, func(rows *dbsql.Rows) error {
+			var (
+				ts     dbTime
+				status string
+			)
+			if err := rows.Scan(&ts, &status); err != nil {
+				return err
+			}
+			st, err := environments.ParseStatus(status)
+			if err != nil {
+				return err
+			}
+			d.History = append(d.History, storage.StatusChange{Ts: ts.t, Status: st})
+			return nil
+		}, `SELECT ts, status FROM trial_status WHERE exp_id = ? AND trial_id = ? ORDER BY id`, key...)
+		if err != nil {
+			return fmt.Errorf("storage: load status history of trial %d: %w", trialID, err)
+		}
+		return nil
+	})
+	return d, err
+}

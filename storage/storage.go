@@ -1,0 +1,255 @@
+// Package storage records experiments and their trials: what the scheduler
+// writes while it runs (trials queued, started, finished with their results,
+// telemetry and captured output) and what it reads back to resume an
+// experiment, and what the CLI shows (`bench results`, `bench show`).
+//
+// The tables follow mlos_bench's storage (experiments, objectives, configs
+// deduplicated by hash, trials with a status history, parameters, results,
+// telemetry) plus each trial's captured output and failure reason. The SQL
+// implementation lives in storage/sql, which registers the "sqlite" and
+// "postgresql" backends that Open picks from Config.DriverName.
+//
+// Guarantees every implementation keeps:
+//   - A trial's final update (Finish) is one transaction: status, end time,
+//     results, telemetry, captured output and failure reason are all written
+//     or none is. A crash at any moment loses at most the trials that were
+//     running; they stay pending (no end time) and PendingTrials finds them.
+//   - A finished trial never changes again.
+//   - Timestamps are stored and returned in UTC, truncated to microseconds.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/benchtune/bench/environments"
+)
+
+// Errors callers can test for with errors.Is.
+var (
+	// ErrNotFound: the experiment or trial does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrFinished: the trial already has a final status; finished trials
+	// never change.
+	ErrFinished = errors.New("trial already finished")
+	// ErrUnsupportedDriver: Config.DriverName names a database bench cannot
+	// use.
+	ErrUnsupportedDriver = errors.New("unsupported storage driver")
+	// ErrSchemaTooNew: the database was written by a newer bench whose
+	// schema this one does not know.
+	ErrSchemaTooNew = errors.New("database schema is newer than this bench")
+	// ErrNoDatabase: Config.NoCreate was set and the database file does not
+	// exist.
+	ErrNoDatabase = errors.New("database does not exist")
+	// ErrInvalid: the arguments of a call are invalid (empty ids, bad
+	// directions, non-final status given to Finish, ...).
+	ErrInvalid = errors.New("invalid storage request")
+)
+
+// Storage is an open database of experiments. It is safe for concurrent use
+// by several goroutines, and several processes may open the same database.
+type Storage interface {
+	// Experiment creates the experiment info.ID, or resumes it when it
+	// already exists (resumed is true). On resume the stored description,
+	// objectives and git information are kept; a different git commit or
+	// different objectives are logged as warnings, not errors.
+	Experiment(ctx context.Context, info ExperimentInfo) (exp Experiment, resumed bool, err error)
+	// LoadExperiment opens an existing experiment without changing it
+	// (ErrNotFound when there is none).
+	LoadExperiment(ctx context.Context, id string) (Experiment, error)
+	// Experiments lists every experiment, ordered by id, with the number
+	// of trials in each status.
+	Experiments(ctx context.Context) ([]ExperimentSummary, error)
+	// Migrate creates or upgrades the schema. Open does it unless
+	// Config.LazySchemaCreate is set, in which case the first call that
+	// needs the schema does. Migrating an up-to-date database changes
+	// nothing.
+	Migrate(ctx context.Context) error
+	// Describe says where the data lives, for messages ("sqlite file
+	// /abs/path/bench.sqlite", "postgresql bench@db.example:5432/bench").
+	// It never contains a password.
+	Describe() string
+	// Close releases the database connections.
+	Close() error
+}
+
+// Experiment is one experiment's trials. Its methods are safe for
+// concurrent use (several trial runners write at once).
+type Experiment interface {
+	// Info returns the experiment as stored when it was opened.
+	Info() ExperimentInfo
+	// NewTrial queues a trial in status PENDING and returns it. Trial ids
+	// continue from the largest id of the experiment plus one (the first
+	// trial gets ExperimentInfo.FirstTrialID, default 1). The configuration
+	// is stored once per ConfigHash across all experiments.
+	NewTrial(ctx context.Context, spec TrialSpec) (Trial, error)
+	// SetTrialRunner assigns an unfinished trial to a trial runner (1..N).
+	SetTrialRunner(ctx context.Context, trialID, runnerID int) error
+	// UpdateStatus records a non-final status (PENDING, READY, RUNNING) of
+	// an unfinished trial at ts (zero: now) and adds it to the status
+	// history. Moving to RUNNING sets the trial's start time to ts. A
+	// finished trial gives ErrFinished and is not changed.
+	UpdateStatus(ctx context.Context, trialID int, status environments.Status, ts time.Time) error
+	// Finish records the final status of a trial with its results,
+	// telemetry, captured output and failure reason in one transaction:
+	// everything is written or nothing is. Finishing a finished trial gives
+	// ErrFinished and changes nothing.
+	Finish(ctx context.Context, trialID int, outcome TrialOutcome) error
+	// PendingTrials returns the unfinished trials (no end time, status
+	// PENDING, READY or RUNNING), by id: the trials to run again on resume.
+	PendingTrials(ctx context.Context) ([]Trial, error)
+	// CompletedTrials returns the trials with id > afterTrialID whose final
+	// status is SUCCEEDED, FAILED or TIMED_OUT (CANCELED is left out), by
+	// id, with their parameters and results: what warm-starts an optimizer.
+	CompletedTrials(ctx context.Context, afterTrialID int) ([]Trial, error)
+	// Trials returns the trials the filter selects, by id, with their
+	// parameters, metadata and results.
+	Trials(ctx context.Context, filter TrialFilter) ([]Trial, error)
+	// Trial returns one trial with its telemetry, captured output and
+	// status history (ErrNotFound when there is none).
+	Trial(ctx context.Context, trialID int) (TrialDetail, error)
+	// SetStatus records the experiment's own status (RUNNING while a bench
+	// process works on it, then SUCCEEDED, FAILED or CANCELED). A final
+	// status also sets the experiment's end time; a non-final one clears it.
+	SetStatus(ctx context.Context, status environments.Status, ts time.Time) error
+}
+
+// Objective is one optimization target of an experiment.
+type Objective struct {
+	Name      string  `json:"name"`
+	Direction string  `json:"direction"` // "min" or "max"
+	Weight    float64 `json:"weight,omitempty"`
+}
+
+// ExperimentInfo describes an experiment.
+type ExperimentInfo struct {
+	ID            string      `json:"id"`
+	Description   string      `json:"description,omitempty"`
+	RootEnvConfig string      `json:"root_env_config,omitempty"`
+	GitRepo       string      `json:"git_repo,omitempty"`
+	GitCommit     string      `json:"git_commit,omitempty"`
+	Objectives    []Objective `json:"objectives"`
+
+	// Filled in by the storage.
+	Status     environments.Status `json:"status"`
+	TsStart    time.Time           `json:"ts_start"`
+	TsEnd      time.Time           `json:"ts_end,omitzero"`       // zero while not finished
+	DriverName string              `json:"driver_name,omitempty"` // host of the last bench process that opened it for writing
+	DriverPID  int                 `json:"driver_pid,omitempty"`
+
+	// FirstTrialID is the id of the first trial of an experiment that has
+	// none yet (mlos_bench's trial_id global). Values below 1 mean 1. It is
+	// not stored.
+	FirstTrialID int `json:"-"`
+}
+
+// ExperimentSummary is an experiment with its trial counts.
+type ExperimentSummary struct {
+	ExperimentInfo
+	// Trials counts the experiment's trials by status.
+	Trials map[environments.Status]int `json:"trials"`
+}
+
+// TrialSpec is what NewTrial stores.
+type TrialSpec struct {
+	// ConfigHash identifies the configuration (tunables' canonical hash);
+	// empty means HashParams(Params). A hash stored earlier with other
+	// parameters is an error.
+	ConfigHash string
+	// Params are the tunable values as text.
+	Params map[string]string
+	// Metadata are the trial parameters (mlos_bench's trial_param):
+	// optimizer, repeat_i, is_defaults, opt_target_<i>, opt_direction_<i>...
+	Metadata map[string]string
+	// TrialRunnerID is the trial runner (1..N); 0 leaves it unassigned.
+	TrialRunnerID int
+	// TsStart is when the trial is queued; zero means now.
+	TsStart time.Time
+}
+
+// Trial is a stored trial.
+type Trial struct {
+	ExperimentID  string              `json:"experiment_id"`
+	ID            int                 `json:"trial_id"`
+	ConfigID      int64               `json:"config_id"`
+	ConfigHash    string              `json:"config_hash"`
+	TrialRunnerID int                 `json:"trial_runner_id,omitempty"` // 0: unassigned
+	Status        environments.Status `json:"status"`
+	TsStart       time.Time           `json:"ts_start"`
+	TsEnd         time.Time           `json:"ts_end,omitzero"` // zero while not finished
+	Params        map[string]string   `json:"params"`
+	Metadata      map[string]string   `json:"metadata,omitempty"`
+	// Results are set once the trial is finished (nil before).
+	Results       Metrics `json:"results,omitempty"`
+	FailureReason string  `json:"failure_reason,omitempty"`
+}
+
+// Finished reports whether the trial has its final status.
+func (t Trial) Finished() bool { return !t.TsEnd.IsZero() }
+
+// TrialDetail is a trial with everything recorded about it.
+type TrialDetail struct {
+	Trial
+	Telemetry []Telemetry    `json:"telemetry"`
+	Output    []Output       `json:"output"`
+	History   []StatusChange `json:"history"`
+}
+
+// TrialFilter selects trials. The zero value selects all of them.
+type TrialFilter struct {
+	// Statuses keeps only trials in one of these statuses (nil: all).
+	Statuses []environments.Status
+	// AfterID keeps only trials with a larger id.
+	AfterID int
+	// Limit caps the number of trials returned (0: no cap).
+	Limit int
+}
+
+// TrialOutcome is what Finish records.
+type TrialOutcome struct {
+	// Status must be final: SUCCEEDED, FAILED, TIMED_OUT or CANCELED.
+	Status environments.Status
+	// Ts is the end time; zero means now.
+	Ts time.Time
+	// Results maps metric names to numbers, strings, booleans or nil; they
+	// are stored as text (see FormatValue).
+	Results map[string]any
+	// Telemetry are time-stamped metrics gathered while the trial ran.
+	// A (Ts, Metric) pair given twice is kept once.
+	Telemetry []Telemetry
+	// Output is the captured output of the commands the trial ran.
+	Output []Output
+	// FailureReason says why a trial did not succeed.
+	FailureReason string
+}
+
+// Telemetry is one time-stamped metric value. Values given to Finish may be
+// numbers, strings, booleans or nil; read back they are float64 when the
+// stored text is numeric, string otherwise, or nil.
+type Telemetry struct {
+	Ts     time.Time `json:"ts"`
+	Metric string    `json:"metric"`
+	Value  any       `json:"value"`
+}
+
+// Output is the captured output of one command of a trial.
+type Output struct {
+	Phase    string `json:"phase"`   // setup, run, teardown, status
+	Env      string `json:"env"`     // environment name
+	Line     int    `json:"line"`    // index of the command in the phase's script
+	Command  string `json:"command"` // the command as run
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	// Truncated tells that Stdout or Stderr were cut by the capture limit.
+	Truncated bool          `json:"truncated,omitempty"`
+	Start     time.Time     `json:"start,omitzero"`
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// StatusChange is one entry of a trial's status history.
+type StatusChange struct {
+	Ts     time.Time           `json:"ts"`
+	Status environments.Status `json:"status"`
+}
