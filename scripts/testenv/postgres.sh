@@ -73,9 +73,13 @@ up() {
       die "user postgres cannot write $pgdir: make $dir and its parents readable by others (chmod 755)"
   fi
   if running && [ -f "$pgdir/port" ]; then
-    log "already running on port $(cat "$pgdir/port")"
-    print_url
-    return 0
+    if ! port_free "$(cat "$pgdir/port")"; then
+      log "already running on port $(cat "$pgdir/port")"
+      print_url
+      return 0
+    fi
+    log "server in $data does not answer; restarting it"
+    as_pg "$bindir/pg_ctl" -D "$data" -m immediate -w stop >&2 || true
   fi
   if [ ! -f "$data/PG_VERSION" ]; then
     rm -rf "$data"
