@@ -65,7 +65,8 @@ const (
 	optFlag
 )
 
-type option struct {
+// Option is one launcher option.
+type Option struct {
 	names []string
 	kind  optKind
 	dest  string
@@ -73,8 +74,20 @@ type option struct {
 	meta  string
 }
 
+// Names returns the option's spellings.
+func (o Option) Names() []string { return append([]string(nil), o.names...) }
+
+// Meta names the option's value in help text ("" for flags).
+func (o Option) Meta() string { return o.meta }
+
+// Help describes the option.
+func (o Option) Help() string { return o.help }
+
+// IsList reports whether the option takes one or more values.
+func (o Option) IsList() bool { return o.kind == optList }
+
 // Options lists the launcher options in help order.
-var Options = []option{
+var Options = []Option{
 	{names: []string{"--config"}, kind: optString, dest: "config", meta: "FILE", help: "main JSON5 config file; its keys are the option names below, and options given on the command line override them"},
 	{names: []string{"--log_file", "--log-file"}, kind: optString, dest: "log_file", meta: "FILE", help: "also write the log to this file"},
 	{names: []string{"--log_level", "--log-level"}, kind: optString, dest: "log_level", meta: "LEVEL", help: "CRITICAL, ERROR, WARNING, INFO (default) or DEBUG, or a number"},
@@ -98,7 +111,7 @@ var Options = []option{
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }
 
-func findOption(name string) *option {
+func findOption(name string) *Option {
 	for i := range Options {
 		for _, n := range Options[i].names {
 			if n == name {
@@ -178,7 +191,7 @@ func ParseArgs(argv []string) (*Args, error) {
 	return a, nil
 }
 
-func (a *Args) set(opt *option, name string, values []string) error {
+func (a *Args) set(opt *Option, name string, values []string) error {
 	var n int64
 	if opt.kind == optInt {
 		v, err := strconv.ParseInt(strings.TrimSpace(values[0]), 10, 64)
@@ -291,6 +304,10 @@ type Launch struct {
 	// insertion order of the keys.
 	Globals      map[string]any
 	GlobalsOrder []string
+	// GlobalRefs tells where each global that came from a config file was
+	// written (for error messages, and for the key order of object values
+	// such as optimization_targets).
+	GlobalRefs map[string]source.Ref
 
 	Services      []string // the config's "services", then --service
 	Environment   string
@@ -357,12 +374,14 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 		"experiment_id":             a.ExperimentID != "",
 	}
 	globals := NewOrdered()
+	l.GlobalRefs = map[string]source.Ref{}
 	if l.CLIDoc != nil {
 		for _, k := range l.CLIDoc.Root.Keys() {
 			if k == "$schema" || pathOptions[k] || given[k] {
 				continue
 			}
 			globals.Set(k, cfg[k])
+			l.GlobalRefs[k] = l.CLIDoc.At(k)
 		}
 	}
 	globalFiles, err := stringList(l.CLIDoc, cfg, "globals")
@@ -381,11 +400,13 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 		for _, k := range doc.Root.Keys() {
 			if k != "$schema" {
 				globals.Set(k, m[k])
+				l.GlobalRefs[k] = doc.At(k)
 			}
 		}
 	}
 	for _, kv := range a.Extra {
 		globals.Set(kv.Key, kv.Value)
+		delete(l.GlobalRefs, kv.Key)
 	}
 	cfgPaths, _ := stringList(l.CLIDoc, cfg, "config_path")
 	if allPaths := append(append([]string(nil), a.ConfigPaths...), cfgPaths...); len(allPaths) > 0 {

@@ -1,0 +1,107 @@
+// Command bench benchmarks and autotunes systems from mlos_bench-compatible
+// JSON5 configs.
+//
+//	bench --config cli.jsonc          run an experiment (same as bench run)
+//	bench run [options]               run an experiment
+//	bench validate [--kind K] PATH... check configs
+//	bench results [--experiment ID]   show an experiment's trials
+//	bench show TRIAL                  show one trial in detail
+//	bench schema export DIR           write the JSON schemas for editors
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchtune/bench/configs"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1   // the experiment ran but failed its rules; invalid configs in validate
+	exitUsage       = 2   // bad usage or invalid config
+	exitInterrupted = 130 // SIGINT/SIGTERM
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+var version = "dev"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark and autotune systems from mlos_bench-compatible configs",
+		Long: `bench runs benchmark experiments described by JSON5 configs (the mlos_bench
+format): an optimizer suggests configurations of your tunables, bench runs
+a trial of your environment's scripts for each, reads the results back,
+stores everything and repeats.
+
+  bench --config cli.jsonc            same as: bench run --config cli.jsonc`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(newRunCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd())
+	return root
+}
+
+// isRunShorthand reports whether argv (without the program name) is the
+// `bench --config X` form of `bench run`.
+func isRunShorthand(args []string) bool {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return false
+	}
+	switch args[0] {
+	case "-h", "--help", "--version", "-v":
+		return false
+	}
+	return true
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRootCmd()
+	if isRunShorthand(args) {
+		args = append([]string{"run"}, args...)
+	}
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	if configs.IsUsage(err) || strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
+		return exitUsage
+	}
+	return exitFailed
+}

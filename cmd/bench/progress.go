@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/optimizers"
+	"github.com/benchtune/bench/storage"
+)
+
+// progress shows the experiment's progress: a live bar on a terminal, one
+// log line per trial otherwise.
+type progress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	bar      *progressbar.ProgressBar
+	useBar   bool
+	targets  []optimizers.Target
+	planned  int
+	done     int
+	failed   int
+	best     []float64
+	bestText string
+	began    time.Time
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newProgress(w io.Writer, allowBar bool) *progress {
+	return &progress{w: w, useBar: allowBar && isTerminal(w)}
+}
+
+func (p *progress) begin(planned int, targets []optimizers.Target) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.planned, p.targets, p.began = planned, targets, time.Now()
+	if !p.useBar {
+		return
+	}
+	total := int64(planned)
+	if total <= 0 {
+		total = -1 // unknown: a spinner
+	}
+	p.bar = progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionSetDescription("trials"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionSetRenderBlankState(true),
+	)
+}
+
+func (p *progress) describe() string {
+	var b strings.Builder
+	if p.failed > 0 {
+		fmt.Fprintf(&b, "%d failed ", p.failed)
+	}
+	if p.bestText != "" {
+		b.WriteString("best " + p.bestText)
+	}
+	return b.String()
+}
+
+// TrialStarted implements schedulers.Observer.
+func (p *progress) TrialStarted(t storage.Trial) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Describe(fmt.Sprintf("trial %d %s", t.ID, p.describe()))
+		return
+	}
+	slog.Info("trial started", "trial", t.ID, "params", t.Params)
+}
+
+// TrialFinished implements schedulers.Observer.
+func (p *progress) TrialFinished(t storage.Trial, o storage.TrialOutcome, scores []float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	if o.Status == environments.FAILED || o.Status == environments.TIMED_OUT {
+		p.failed++
+	}
+	if len(scores) == len(p.targets) && len(scores) > 0 {
+		norm := make([]float64, len(scores))
+		for i, s := range scores {
+			norm[i] = s
+			if p.targets[i].Max {
+				norm[i] = -s
+			}
+		}
+		if p.best == nil || lexLess(norm, p.best) {
+			p.best = norm
+			parts := make([]string, len(scores))
+			for i, s := range scores {
+				parts[i] = fmt.Sprintf("%s=%.6g", p.targets[i].Name, s)
+			}
+			p.bestText = strings.Join(parts, " ") + fmt.Sprintf(" (trial %d)", t.ID)
+		}
+	}
+	if p.bar != nil {
+		p.bar.Describe(p.describe())
+		_ = p.bar.Add(1)
+		return
+	}
+	attrs := []any{"trial", t.ID, "status", o.Status.String(), "done", p.done}
+	if p.planned > 0 {
+		attrs = append(attrs, "planned", p.planned)
+	}
+	if len(scores) > 0 {
+		for i, s := range scores {
+			attrs = append(attrs, p.targets[i].Name, s)
+		}
+	}
+	if o.FailureReason != "" {
+		attrs = append(attrs, "reason", o.FailureReason)
+	}
+	if p.bestText != "" {
+		attrs = append(attrs, "best", p.bestText)
+	}
+	elapsed := time.Since(p.began)
+	attrs = append(attrs, "elapsed", elapsed.Round(time.Second).String())
+	if p.planned > 0 && p.done > 0 && p.done < p.planned {
+		eta := time.Duration(float64(elapsed) / float64(p.done) * float64(p.planned-p.done))
+		attrs = append(attrs, "eta", eta.Round(time.Second).String())
+	}
+	fmt.Fprintf(p.w, "%s\n", formatLine("trial finished", attrs))
+}
+
+func formatLine(msg string, attrs []any) string {
+	var b strings.Builder
+	b.WriteString("bench: " + msg)
+	for i := 0; i+1 < len(attrs); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", attrs[i], quoteIfNeeded(fmt.Sprint(attrs[i+1])))
+	}
+	return b.String()
+}
+
+func quoteIfNeeded(s string) string {
+	if strings.ContainsAny(s, " \t\n\"=") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(p.w)
+	}
+}
+
+func lexLess(a, b []float64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/launcher"
+	"github.com/benchtune/bench/schemas"
+)
+
+func newRunCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                "run [options] [--NAME VALUE ...]",
+		Short:              "Run an experiment (also: bench --config FILE)",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExperiment(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+		},
+	}
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(c.OutOrStdout(), runHelp()) })
+	return cmd
+}
+
+func runHelp() string {
+	var b strings.Builder
+	b.WriteString(`Usage: bench run [options] [--NAME VALUE ...]
+       bench --config FILE [options] [--NAME VALUE ...]
+
+Run an experiment: build the environment, let the optimizer suggest
+configurations, run a trial for each, store the results and report the
+best configuration. Rerunning the same experiment id resumes it.
+
+Options (both _ and - spellings work; list options take one or more values):
+`)
+	for _, o := range configs.Options {
+		names := strings.Join(o.Names(), ", ")
+		if m := o.Meta(); m != "" {
+			names += " " + m
+			if o.IsList() {
+				names += "..."
+			}
+		}
+		fmt.Fprintf(&b, "  %s\n      %s\n", names, o.Help())
+	}
+	b.WriteString(`
+Any other --NAME VALUE (or --NAME=VALUE) sets the global NAME, overriding
+globals files: e.g. --max_suggestions 20 --max_trials 50 --experiment_id E2.
+Globals reach configs that already have a key of that name.
+
+Precedence: CLI config file < globals files (in order) < --NAME VALUE <
+explicit options. Values of globals may use $name and ${name}, expanded
+from other globals, then from the process environment.
+
+Exit codes: 0 success; 1 the experiment ran but failed (no trial ran, fewer
+trials than planned, or no numeric best score); 2 bad usage or invalid
+config; 130 interrupted.
+`)
+	return b.String()
+}
+
+// validateFunc adapts the schemas package to the config loader.
+func validateFunc(kind configs.Kind, doc *source.Doc) error {
+	return schemas.Validate(schemas.Kind(kind), doc)
+}
+
+func runExperiment(stdout, stderr io.Writer, argv []string) error {
+	args, err := configs.ParseArgs(argv)
+	if err != nil {
+		return exitWith(exitUsage, fmt.Errorf("%w (see bench run --help)", err))
+	}
+	if args.Help {
+		fmt.Fprint(stdout, runHelp())
+		return nil
+	}
+	l, err := configs.Prepare(args, validateFunc)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	closeLog, err := setupLogging(stderr, l, args.NoProgress)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer closeLog()
+
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+
+	if args.CreateUpdateStorageSchemaOnly {
+		st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		defer st.Close()
+		if err := st.Migrate(ctx); err != nil {
+			return exitWith(exitFailed, err)
+		}
+		fmt.Fprintf(stderr, "storage schema is up to date: %s\n", st.Describe())
+		return nil
+	}
+
+	prog := newProgress(stderr, !args.NoProgress)
+	r, err := launcher.Build(ctx, l, launcher.Options{Observer: prog})
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitWith(exitInterrupted, errors.New("interrupted"))
+		}
+		return exitWith(exitUsage, err)
+	}
+	defer r.Close()
+
+	state := "new experiment"
+	if r.Resumed {
+		state = "resuming"
+	}
+	fmt.Fprintf(stderr, "bench: experiment %q (%s) in %s\n", r.ExperimentID, state, r.Storage.Describe())
+	prog.begin(r.Scheduler.Stats().Planned, r.Optimizer.Targets())
+	runErr := r.Scheduler.Start(ctx)
+	prog.finish()
+
+	sctx := context.WithoutCancel(ctx)
+	sum, err := r.Summarize(sctx)
+	if err != nil {
+		return exitWith(exitFailed, err)
+	}
+	printSummary(stdout, stderr, sum, args.Format)
+	if ctx.Err() != nil {
+		return exitWith(exitInterrupted, errors.New("interrupted: the running trial will run again when you rerun the same command"))
+	}
+	if runErr != nil {
+		return exitWith(exitFailed, runErr)
+	}
+	if !sum.OK() {
+		return exitWith(exitFailed, errors.New(strings.Join(sum.Problems, "; ")))
+	}
+	return nil
+}
+
+// interruptContext is cancelled by the first SIGINT or SIGTERM; a second
+// one exits at once with code 130.
+func interruptContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range ch {
+			n++
+			if n == 1 {
+				fmt.Fprintln(stderr, "\nbench: interrupted: stopping the running trial and tearing down (press Ctrl-C again to quit at once)")
+				cancel()
+				continue
+			}
+			fmt.Fprintln(stderr, "bench: interrupted twice: exiting now")
+			os.Exit(exitInterrupted)
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+// setupLogging sends logs to stderr (and log_file). With a progress bar,
+// stderr gets warnings only unless a level was asked for.
+func setupLogging(stderr io.Writer, l *configs.Launch, noProgress bool) (func(), error) {
+	level := slog.LevelInfo
+	explicit := l.LogLevel != ""
+	if explicit {
+		lv, err := parseLevel(l.LogLevel)
+		if err != nil {
+			return nil, err
+		}
+		level = lv
+	}
+	stderrLevel := level
+	if !explicit && !noProgress && isTerminal(stderr) {
+		stderrLevel = slog.LevelWarn
+	}
+	handlers := []slog.Handler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: stderrLevel})}
+	closeFn := func() {}
+	if l.LogFile != "" {
+		f, err := os.OpenFile(l.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("log file: %w", err)
+		}
+		handlers = append(handlers, slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
+		closeFn = func() { f.Close() }
+	}
+	slog.SetDefault(slog.New(slog.NewMultiHandler(handlers...)))
+	return closeFn, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	if n, err := strconv.Atoi(s); err == nil { // Python logging numbers
+		switch {
+		case n >= 40:
+			return slog.LevelError, nil
+		case n >= 30:
+			return slog.LevelWarn, nil
+		case n >= 20:
+			return slog.LevelInfo, nil
+		default:
+			return slog.LevelDebug, nil
+		}
+	}
+	switch strings.ToUpper(s) {
+	case "CRITICAL", "FATAL", "ERROR":
+		return slog.LevelError, nil
+	case "WARNING", "WARN":
+		return slog.LevelWarn, nil
+	case "INFO":
+		return slog.LevelInfo, nil
+	case "DEBUG":
+		return slog.LevelDebug, nil
+	}
+	return 0, &configs.UsageError{Msg: fmt.Sprintf("invalid log level %q: want CRITICAL, ERROR, WARNING, INFO or DEBUG", s)}
+}
+
+func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) {
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s)
+		return
+	}
+	w := stdout
+	fmt.Fprintf(w, "Experiment %s: %d trials (%d succeeded, %d failed", s.ExperimentID, s.Trials, s.Succeeded, s.Failed)
+	if s.Pending > 0 {
+		fmt.Fprintf(w, ", %d pending", s.Pending)
+	}
+	fmt.Fprintf(w, "), %d run now\n", s.RunNow)
+	if s.BestTrial > 0 {
+		fmt.Fprintf(w, "Best trial %d:", s.BestTrial)
+		for _, t := range s.Targets {
+			name := strings.SplitN(t, ":", 2)[0]
+			fmt.Fprintf(w, " %s=%v (%s)", name, s.BestScores[name], strings.SplitN(t, ":", 2)[1])
+		}
+		fmt.Fprintln(w)
+		keys := make([]string, 0, len(s.BestConfig))
+		for k := range s.BestConfig {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %s = %s\n", k, s.BestConfig[k])
+		}
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintln(stderr, "bench: warning:", warn)
+	}
+	fmt.Fprintf(stderr, "bench: results stored in %s (bench results --experiment %s)\n", s.Storage, s.ExperimentID)
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchtune/bench/storage"
+)
+
+func newShowCmd() *cobra.Command {
+	var sf storageFlags
+	var format string
+	cmd := &cobra.Command{
+		Use:   "show TRIAL",
+		Short: "Show one trial: parameters, results, telemetry, captured output, status history",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.Atoi(args[0])
+			if err != nil || id < 0 {
+				return exitWith(exitUsage, fmt.Errorf("TRIAL must be a trial id (a number), got %q", args[0]))
+			}
+			if format != "text" && format != "json" {
+				return exitWith(exitUsage, fmt.Errorf("--format must be text or json, got %q", format))
+			}
+			ctx := cmd.Context()
+			st, exp, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			d, err := exp.Trial(ctx, id)
+			if err != nil {
+				return exitWith(exitUsage, fmt.Errorf("experiment %q: trial %d: %w", exp.Info().ID, id, err))
+			}
+			if format == "json" {
+				return writeJSON(cmd.OutOrStdout(), d)
+			}
+			writeTrialDetail(cmd.OutOrStdout(), exp.Info().ID, d)
+			return nil
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringVar(&format, "format", "text", "text or json")
+	return cmd
+}
+
+func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
+	fmt.Fprintf(w, "Trial %d of experiment %s: %s\n", d.ID, expID, d.Status)
+	if d.FailureReason != "" {
+		fmt.Fprintf(w, "Reason: %s\n", d.FailureReason)
+	}
+	fmt.Fprintf(w, "Config %d (%s)", d.ConfigID, short(d.ConfigHash))
+	if d.TrialRunnerID > 0 {
+		fmt.Fprintf(w, ", trial runner %d", d.TrialRunnerID)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Started %s", d.TsStart.Local().Format(time.RFC3339))
+	if d.Finished() {
+		fmt.Fprintf(w, ", ended %s (%s)", d.TsEnd.Local().Format(time.RFC3339), d.TsEnd.Sub(d.TsStart).Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
+	section(w, "Parameters", d.Params)
+	section(w, "Metadata", d.Metadata)
+	if len(d.Results) > 0 {
+		res := map[string]string{}
+		for _, k := range d.Results.Names() {
+			res[k] = d.Results.Text(k)
+		}
+		section(w, "Results", res)
+	}
+	if len(d.Telemetry) > 0 {
+		fmt.Fprintf(w, "\nTelemetry (%d readings):\n", len(d.Telemetry))
+		for _, t := range d.Telemetry {
+			fmt.Fprintf(w, "  %s  %s = %v\n", t.Ts.Local().Format(time.RFC3339Nano), t.Metric, t.Value)
+		}
+	}
+	if len(d.History) > 0 {
+		fmt.Fprintln(w, "\nStatus history:")
+		for _, h := range d.History {
+			fmt.Fprintf(w, "  %s  %s\n", h.Ts.Local().Format(time.RFC3339Nano), h.Status)
+		}
+	}
+	if len(d.Output) > 0 {
+		fmt.Fprintln(w, "\nCaptured output:")
+		for _, o := range d.Output {
+			fmt.Fprintf(w, "--- %s/%s #%d: %s  (exit %d, %s)\n", o.Env, o.Phase, o.Line, o.Command, o.ExitCode, o.Duration.Round(time.Millisecond))
+			if o.Stdout != "" {
+				fmt.Fprintf(w, "%s", indentBlock("stdout", o.Stdout))
+			}
+			if o.Stderr != "" {
+				fmt.Fprintf(w, "%s", indentBlock("stderr", o.Stderr))
+			}
+			if o.Truncated {
+				fmt.Fprintln(w, "    (output truncated: the middle was dropped)")
+			}
+		}
+	}
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func section(w io.Writer, title string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n", title)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s = %s\n", k, m[k])
+	}
+}
+
+func indentBlock(label, s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		fmt.Fprintf(&b, "  %s| %s\n", label, line)
+	}
+	return b.String()
+}

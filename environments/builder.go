@@ -1,0 +1,228 @@
+package environments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/json5"
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/tunables"
+)
+
+// Builder turns environment, service and tunable configs into objects,
+// following mlos_bench's ConfigPersistenceService: included services layer
+// on top of the parent's, included tunables merge into the parent's, and
+// children of composites are built with the parent's const_args.
+type Builder struct {
+	Loader *configs.Loader
+
+	mu     sync.Mutex
+	stacks []*services.Stack
+}
+
+// NewBuilder returns a builder reading configs through loader.
+func NewBuilder(loader *configs.Loader) *Builder { return &Builder{Loader: loader} }
+
+// Close closes every service the builder created, newest first.
+func (b *Builder) Close() error {
+	b.mu.Lock()
+	stacks := b.stacks
+	b.stacks = nil
+	b.mu.Unlock()
+	var errs []error
+	for i := len(stacks) - 1; i >= 0; i-- {
+		if err := stacks[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadServices builds the services of each config (a path or inline JSON;
+// a single {class, config} or {"services": [...]}) on top of parent, in
+// order: later services override earlier ones.
+func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Params, parent *services.Stack) (*services.Stack, error) {
+	if len(specs) == 0 {
+		return parent, nil
+	}
+	stack := parent
+	if stack == nil {
+		stack = services.NewStack()
+	}
+	for _, s := range specs {
+		doc, err := b.Loader.Load(s, configs.KindService)
+		if err != nil {
+			return nil, err
+		}
+		var refs []source.Ref
+		if list := doc.Root.Get("services"); list != nil && doc.Root.Get("class") == nil {
+			if list.Kind != json5.Array {
+				return nil, doc.Errorf([]string{"services"}, "expected a list of services")
+			}
+			for i := range list.Elems {
+				refs = append(refs, doc.At("services").Index(i))
+			}
+		} else {
+			refs = append(refs, doc.At())
+		}
+		for _, ref := range refs {
+			svc, err := b.buildService(ctx, ref, globals, stack)
+			if err != nil {
+				return nil, err
+			}
+			stack = stack.Push(svc)
+			b.mu.Lock()
+			b.stacks = append(b.stacks, stack)
+			b.mu.Unlock()
+		}
+	}
+	return stack, nil
+}
+
+func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Params, parent *services.Stack) (any, error) {
+	node := ref.Node()
+	if node == nil || node.Kind != json5.Object {
+		return nil, ref.Errorf("expected a service object with a \"class\"")
+	}
+	classNode := node.Get("class")
+	if classNode == nil || classNode.Kind != json5.String {
+		return nil, ref.Errorf("missing required property \"class\"")
+	}
+	cfg, _ := node.Get("config").Value().(map[string]any)
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	if err := configs.MergeParameters(cfg, globals, nil, ""); err != nil {
+		return nil, err
+	}
+	svc, err := services.New(ctx, services.Spec{
+		Class:      classNode.Str,
+		Config:     cfg,
+		Globals:    maps.Clone(globals),
+		Parent:     parent,
+		SearchPath: b.Loader.Paths(),
+		Ref:        ref,
+	})
+	if err != nil {
+		var se *source.Error
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, ref.Errorf("%v", err)
+	}
+	return svc, nil
+}
+
+// LoadTunables returns a copy of parent with the groups of each
+// tunable-params config merged in.
+func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunables.Groups, error) {
+	var out *tunables.Groups
+	var err error
+	if parent != nil {
+		out = parent.Copy()
+	} else if out, err = tunables.New(); err != nil {
+		return nil, err
+	}
+	for _, s := range specs {
+		doc, err := b.Loader.Load(s, configs.KindTunableParams)
+		if err != nil {
+			return nil, err
+		}
+		g, err := tunables.ParseParams(doc.At())
+		if err != nil {
+			return nil, err
+		}
+		if err := out.Merge(g); err != nil {
+			return nil, doc.Errorf(nil, "%v", err)
+		}
+	}
+	return out, nil
+}
+
+// LoadEnvironment reads an environment config (a path or inline JSON) and
+// builds it.
+func (b *Builder) LoadEnvironment(ctx context.Context, spec string, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string) (Environment, error) {
+	if !configs.IsInline(spec) {
+		resolved := b.Loader.Resolve(spec)
+		for _, f := range chain {
+			if f == resolved {
+				return nil, fmt.Errorf("cyclic include of environment configs: %s", strings.Join(append(chain, resolved), " -> "))
+			}
+		}
+		chain = append(append([]string(nil), chain...), resolved)
+	}
+	doc, err := b.Loader.Load(spec, configs.KindEnvironment)
+	if err != nil {
+		return nil, err
+	}
+	return b.BuildEnvironment(ctx, doc.At(), tun, globals, parentArgs, svc, chain)
+}
+
+// BuildEnvironment builds the environment whose config object ref points
+// at.
+func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string) (Environment, error) {
+	node := ref.Node()
+	if node == nil || node.Kind != json5.Object {
+		return nil, ref.Errorf("expected an environment object")
+	}
+	name, class := node.Get("name"), node.Get("class")
+	if name == nil || name.Kind != json5.String {
+		return nil, ref.Errorf("missing required property \"name\"")
+	}
+	if class == nil || class.Kind != json5.String {
+		return nil, ref.Errorf("missing required property \"class\"")
+	}
+	cfg, _ := node.Get("config").Value().(map[string]any)
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	if globals == nil {
+		globals = Params{}
+	}
+	if err := configs.MergeParameters(cfg, globals, nil, ""); err != nil {
+		return nil, err
+	}
+	svcPaths, err := stringsAt(node.Value().(map[string]any), "include_services", ref)
+	if err != nil {
+		return nil, err
+	}
+	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc); err != nil {
+		return nil, err
+	}
+	if svc == nil {
+		svc = services.NewStack()
+	}
+	tunPaths, err := stringsAt(node.Value().(map[string]any), "include_tunables", ref)
+	if err != nil {
+		return nil, err
+	}
+	if len(tunPaths) > 0 {
+		if tun, err = b.LoadTunables(tunPaths, tun); err != nil {
+			return nil, err
+		}
+	}
+	ctor, ok := lookup(class.Str)
+	if !ok {
+		return nil, ref.Child("class").Errorf("unknown environment class %q; known classes: %s", class.Str, strings.Join(Classes(), ", "))
+	}
+	env, err := ctor(ctx, Spec{
+		Name: name.Str, Class: class.Str, Config: cfg, Ref: ref,
+		Globals: globals, ParentArgs: parentArgs, Tunables: tun,
+		Services: svc, Builder: b, Chain: chain,
+	})
+	if err != nil {
+		var se *source.Error
+		var mp *configs.MissingParamError
+		if errors.As(err, &se) || errors.As(err, &mp) || strings.HasPrefix(err.Error(), "cyclic include") {
+			return nil, err
+		}
+		return nil, ref.Errorf("environment %q: %v", name.Str, err)
+	}
+	return env, nil
+}

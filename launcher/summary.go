@@ -1,0 +1,106 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/storage"
+)
+
+// Summary is the outcome of an experiment, for the final report and the
+// exit code.
+type Summary struct {
+	ExperimentID string            `json:"experiment_id"`
+	Storage      string            `json:"storage"`
+	Resumed      bool              `json:"resumed"`
+	Trials       int               `json:"trials"` // trials of the experiment
+	Succeeded    int               `json:"succeeded"`
+	Failed       int               `json:"failed"`
+	Pending      int               `json:"pending"`
+	RunNow       int               `json:"run_now"` // trials run by this process
+	Planned      int               `json:"planned"`
+	BestTrial    int               `json:"best_trial,omitempty"`
+	BestConfig   map[string]string `json:"best_config,omitempty"`
+	BestScores   map[string]any    `json:"best_scores,omitempty"`
+	Targets      []string          `json:"targets"`
+	Problems     []string          `json:"problems,omitempty"` // why the experiment counts as failed
+	Warnings     []string          `json:"warnings,omitempty"`
+}
+
+// OK reports whether the experiment passed mlos_bench's rules.
+func (s *Summary) OK() bool { return len(s.Problems) == 0 }
+
+// Summarize reads the experiment's trials from storage and applies
+// mlos_bench's end-of-run rules: it fails when no trial ran, when fewer
+// trials finished than planned, or when there is no best score; it warns
+// when more than 20% of the trials did not succeed.
+func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
+	trials, err := r.Experiment.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		return nil, err
+	}
+	st := r.Scheduler.Stats()
+	s := &Summary{ExperimentID: r.ExperimentID, Storage: r.Storage.Describe(), Resumed: r.Resumed, Trials: len(trials), RunNow: st.Run, Planned: st.Planned}
+	targets := r.Optimizer.Targets()
+	for _, t := range targets {
+		s.Targets = append(s.Targets, t.Name+":"+t.Direction())
+	}
+	var bestScores []float64
+	for _, t := range trials {
+		switch {
+		case !t.Finished():
+			s.Pending++
+		case t.Status == environments.SUCCEEDED:
+			s.Succeeded++
+			scores := make([]float64, len(targets))
+			ok := true
+			for i, tg := range targets {
+				f, isNum := t.Results.Float(tg.Name)
+				if !isNum || math.IsNaN(f) {
+					ok = false
+					break
+				}
+				if tg.Max {
+					f = -f
+				}
+				scores[i] = f
+			}
+			if ok && (bestScores == nil || lexLess(scores, bestScores)) {
+				bestScores = scores
+				s.BestTrial = t.ID
+				s.BestConfig = t.Params
+				s.BestScores = map[string]any{}
+				for _, tg := range targets {
+					s.BestScores[tg.Name] = t.Results[tg.Name]
+				}
+			}
+		default:
+			s.Failed++
+		}
+	}
+	finished := s.Succeeded + s.Failed
+	switch {
+	case finished == 0:
+		s.Problems = append(s.Problems, "no trial ran")
+	case s.Planned > 0 && finished < s.Planned && s.Pending > 0:
+		s.Problems = append(s.Problems, fmt.Sprintf("only %d of %d planned trials finished (%d left pending; run the same command again to resume)", finished, s.Planned, s.Pending))
+	}
+	if finished > 0 && s.BestTrial == 0 {
+		s.Problems = append(s.Problems, "no trial succeeded with numeric values for the optimization targets")
+	}
+	if finished > 0 && float64(s.Failed) > 0.2*float64(finished) {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d trials did not succeed", s.Failed, finished))
+	}
+	return s, nil
+}
+
+func lexLess(a, b []float64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}

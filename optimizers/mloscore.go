@@ -1,0 +1,236 @@
+package optimizers
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/optimizers/bayes"
+	"github.com/benchtune/bench/optimizers/internal/algo"
+	"github.com/benchtune/bench/optimizers/localsearch"
+	"github.com/benchtune/bench/tunables"
+)
+
+func init() {
+	Register(newMlosCore, names("mlos_core_optimizer", "MlosCoreOptimizer")...)
+}
+
+// DefaultOptimizerType is used when optimizer_type is not set.
+const DefaultOptimizerType = "FLAML"
+
+// engine is a search algorithm over the normalized space.
+type engine interface {
+	// Observe records measured scores (to minimize; +Inf for failures).
+	Observe(obs ...algo.Observation) error
+	// Suggest proposes k points distinct from pending ones.
+	Suggest(k int, pending []tunables.Point) ([]tunables.Point, error)
+}
+
+// engineFactory builds an engine for a space.
+type engineFactory func(space *tunables.Space, opts engineOptions) (engine, error)
+
+type engineOptions struct {
+	Seed          int64
+	NRandomInit   int
+	NumObjectives int
+	Initial       tunables.Point
+	MaxTrials     int
+}
+
+// engines maps optimizer_type to its implementation.
+var engines = map[string]engineFactory{
+	"RANDOM": newRandomEngine,
+	"FLAML": func(space *tunables.Space, o engineOptions) (engine, error) {
+		return localsearch.New(space.Dims, localsearch.Options{Seed: o.Seed, NumObjectives: o.NumObjectives, Initial: o.Initial, MaxTrials: o.MaxTrials})
+	},
+	"SMAC": func(space *tunables.Space, o engineOptions) (engine, error) {
+		// The initial configuration is suggested by MlosCore itself.
+		return bayes.New(space.Dims, bayes.Options{Seed: o.Seed, NRandomInit: o.NRandomInit, NumObjectives: o.NumObjectives, MaxTrials: o.MaxTrials})
+	},
+}
+
+// MlosCore is mlos_bench's MlosCoreOptimizer: optimizer_type RANDOM
+// (random search), FLAML (cost-frugal local search) or SMAC (Bayesian
+// optimization with a Gaussian process).
+type MlosCore struct {
+	*Base
+	kind    string
+	space   *tunables.Space
+	eng     engine
+	pending []tunables.Point
+}
+
+func newMlosCore(spec Spec) (Optimizer, error) {
+	cfg := spec.Config
+	cref := spec.Ref.Child("config")
+	kind := DefaultOptimizerType
+	if v, ok := cfg["optimizer_type"]; ok && v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return nil, cref.Child("optimizer_type").Errorf("optimizer_type must be a string")
+		}
+		kind = strings.ToUpper(s)
+	}
+	factory, ok := engines[kind]
+	if !ok {
+		return nil, cref.Child("optimizer_type").Errorf("unknown optimizer_type %q: want FLAML, SMAC or RANDOM", kind)
+	}
+	if v, ok := cfg["space_adapter_type"]; ok && v != nil && v != "IDENTITY" {
+		return nil, cref.Child("space_adapter_type").Errorf("space_adapter_type %v is not supported by bench (only IDENTITY)", v)
+	}
+	b, err := NewBase("MlosCoreOptimizer:"+kind, spec)
+	if err != nil {
+		return nil, err
+	}
+	opts := engineOptions{Seed: b.seed, NumObjectives: len(b.targets), MaxTrials: b.maxSuggestions}
+	if v, ok := cfg["n_random_init"]; ok && v != nil {
+		n, ok := asInt(v)
+		if !ok || n < 0 {
+			return nil, cref.Child("n_random_init").Errorf("n_random_init must be an integer >= 0")
+		}
+		opts.NRandomInit = int(n)
+	}
+	if v, ok := cfg["max_trials"]; ok && v != nil {
+		n, ok := asInt(v)
+		if !ok {
+			return nil, cref.Child("max_trials").Errorf("max_trials must be an integer")
+		}
+		if int(n) < b.maxSuggestions {
+			return nil, cref.Child("max_trials").Errorf("max_trials (%d) must be at least max_suggestions (%d)", n, b.maxSuggestions)
+		}
+		opts.MaxTrials = int(n)
+	}
+	m := &MlosCore{Base: b, kind: kind, space: b.tunables.Space()}
+	if b.startWithDefaults {
+		p, err := m.space.Encode(b.tunables.Values())
+		if err != nil {
+			return nil, err
+		}
+		opts.Initial = p
+	}
+	if m.eng, err = factory(m.space, opts); err != nil {
+		return nil, spec.Ref.Errorf("%v", err)
+	}
+	return m, nil
+}
+
+// Suggest asks the engine for the next configuration.
+func (m *MlosCore) Suggest(ctx context.Context) (*tunables.Groups, error) {
+	tun := m.next()
+	if m.startWithDefaults {
+		m.startWithDefaults = false
+		p, err := m.space.Encode(tun.Values())
+		if err != nil {
+			return nil, err
+		}
+		m.pending = append(m.pending, p)
+		return tun, nil
+	}
+	pts, err := m.eng.Suggest(1, m.pending)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("%s: no suggestion", m.name)
+	}
+	vals, err := m.space.Decode(pts[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := tun.Assign(vals); err != nil {
+		return nil, err
+	}
+	m.pending = append(m.pending, m.space.Snap(pts[0]))
+	return tun, nil
+}
+
+// Register feeds a result to the engine.
+func (m *MlosCore) Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error) {
+	scores, err := m.Base.Register(tun, status, results)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.space.Encode(tun.Values())
+	if err != nil {
+		return nil, err
+	}
+	m.dropPending(p)
+	if err := m.eng.Observe(algo.Observation{X: p, Y: scores}); err != nil {
+		return nil, err
+	}
+	return scores, nil
+}
+
+func (m *MlosCore) dropPending(p tunables.Point) {
+	for i, q := range m.pending {
+		if samePoint(p, q) {
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+func samePoint(a, b tunables.Point) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		d := a[i] - b[i]
+		if d > 1e-9 || d < -1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+// BulkRegister warm-starts the engine from earlier trials.
+func (m *MlosCore) BulkRegister(priors []Prior) error {
+	return m.bulk(priors, func(t *tunables.Groups, s environments.Status, r map[string]any) error {
+		_, err := m.Register(t, s, r)
+		return err
+	})
+}
+
+// randomEngine samples the space, avoiding points already seen when it can.
+type randomEngine struct {
+	space *tunables.Space
+	rng   *rand.Rand
+	seen  map[string]bool
+}
+
+func newRandomEngine(space *tunables.Space, opts engineOptions) (engine, error) {
+	return &randomEngine{space: space, rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x72616e64)), seen: map[string]bool{}}, nil
+}
+
+func pointKey(p tunables.Point) string { return fmt.Sprint([]float64(p)) }
+
+func (r *randomEngine) Observe(obs ...algo.Observation) error {
+	for _, o := range obs {
+		r.seen[pointKey(o.X)] = true
+	}
+	return nil
+}
+
+func (r *randomEngine) Suggest(k int, pending []tunables.Point) ([]tunables.Point, error) {
+	space := r.space
+	taken := map[string]bool{}
+	for _, p := range pending {
+		taken[pointKey(p)] = true
+	}
+	var out []tunables.Point
+	for len(out) < k {
+		var p tunables.Point
+		for try := 0; try < 100; try++ {
+			p = space.Snap(space.Sample(r.rng))
+			key := pointKey(p)
+			if !r.seen[key] && !taken[key] {
+				break
+			}
+		}
+		taken[pointKey(p)] = true
+		out = append(out, p)
+	}
+	return out, nil
+}

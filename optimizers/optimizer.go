@@ -1,0 +1,439 @@
+// Package optimizers holds the optimizers that suggest configurations
+// (mlos_bench's Optimizer classes): OneShot, Manual, Mock, GridSearch and
+// MlosCoreOptimizer (random search, local search in place of FLAML, and
+// Bayesian optimization in place of SMAC), with mlos_bench's config keys
+// and registration rules.
+package optimizers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/benchtune/bench/configs/json5"
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/tunables"
+)
+
+// Target is one optimization target.
+type Target struct {
+	Name string
+	Max  bool // maximize (scores are negated internally)
+}
+
+// Direction returns "min" or "max".
+func (t Target) Direction() string {
+	if t.Max {
+		return "max"
+	}
+	return "min"
+}
+
+// Observation is one registered result, with scores already turned into
+// values to minimize (max targets negated; failures +Inf).
+type Observation struct {
+	Values map[string]any // tunable values
+	Scores []float64      // one per target, in target order, to minimize
+	Status environments.Status
+}
+
+// Optimizer suggests configurations and learns from their results.
+type Optimizer interface {
+	// Name is recorded with each trial (e.g. "MlosCoreOptimizer:SMAC").
+	Name() string
+	Targets() []Target
+	// Suggest returns the next configuration to try: a copy of the
+	// tunables with the suggested values.
+	Suggest(ctx context.Context) (*tunables.Groups, error)
+	// Register records the outcome of a trial. For SUCCEEDED, results must
+	// hold a numeric value for every target; every other completed status
+	// counts as +Inf for every target. It returns the scores (to minimize).
+	Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error)
+	// BulkRegister warm-starts the optimizer with earlier trials (resume).
+	BulkRegister(trials []Prior) error
+	// NotConverged reports whether more suggestions should be asked for.
+	NotConverged() bool
+	// Best returns the best successful observation (lexicographic over the
+	// targets for single-point optimizers).
+	Best() (Observation, bool)
+	// SupportsPreload reports whether earlier results may be fed back on
+	// resume (false for OneShot and Manual, which replay fixed configs).
+	SupportsPreload() bool
+	// MaxSuggestions is the suggestion budget.
+	MaxSuggestions() int
+	// Iteration counts the suggestions made so far in this process.
+	Iteration() int
+}
+
+// Prior is an earlier trial used to warm-start an optimizer.
+type Prior struct {
+	Values  map[string]any // tunable values (strings from storage are fine)
+	Status  environments.Status
+	Results map[string]any
+}
+
+// Spec is what an optimizer constructor gets.
+type Spec struct {
+	Class string
+	// Config is the optimizer's "config" with globals merged into the keys
+	// it has.
+	Config map[string]any
+	// Ref points at the optimizer config (nil Doc for built-in defaults).
+	Ref source.Ref
+	// TargetsRef, when set, points at the optimization_targets object to
+	// take the key order from (it may come from a globals file).
+	TargetsRef source.Ref
+	// Tunables are the experiment's tunables with the initial values
+	// (defaults, --random_init, --tunable_values).
+	Tunables *tunables.Groups
+	Globals  map[string]any
+}
+
+// Constructor builds an optimizer.
+type Constructor func(spec Spec) (Optimizer, error)
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Constructor{}
+)
+
+// Register makes an optimizer class constructible under each name.
+func Register(ctor Constructor, classes ...string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	for _, c := range classes {
+		if _, dup := registry[c]; dup {
+			panic("optimizers: class registered twice: " + c)
+		}
+		registry[c] = ctor
+	}
+}
+
+// Classes lists the registered class names.
+func Classes() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for c := range registry {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds an optimizer of spec.Class.
+func New(spec Spec) (Optimizer, error) {
+	regMu.RLock()
+	ctor, ok := registry[spec.Class]
+	regMu.RUnlock()
+	if !ok {
+		return nil, spec.Ref.Child("class").Errorf("unknown optimizer class %q; known classes: %s", spec.Class, strings.Join(Classes(), ", "))
+	}
+	return ctor(spec)
+}
+
+// names returns mlos_bench's short and module names for a class, plus
+// bench's own alias.
+func names(module, class string) []string {
+	return []string{
+		"mlos_bench.optimizers." + class,
+		"mlos_bench.optimizers." + module + "." + class,
+		"bench.optimizers." + class,
+	}
+}
+
+// Base implements the configuration, scoring and best-tracking common to
+// every optimizer.
+type Base struct {
+	name              string
+	tunables          *tunables.Groups
+	targets           []Target
+	maxSuggestions    int
+	seed              int64
+	startWithDefaults bool
+	iter              int
+	best              *Observation
+	ref               source.Ref
+}
+
+// NewBase reads the common config keys: optimization_targets (default
+// {"score": "min"}), max_suggestions (100), seed (42) and
+// start_with_defaults (true).
+func NewBase(name string, spec Spec) (*Base, error) {
+	b := &Base{name: name, tunables: spec.Tunables, maxSuggestions: 100, seed: 42, startWithDefaults: true, ref: spec.Ref}
+	if b.tunables == nil {
+		g, err := tunables.New()
+		if err != nil {
+			return nil, err
+		}
+		b.tunables = g
+	}
+	cfg := spec.Config
+	cref := spec.Ref.Child("config")
+	var err error
+	if v, ok := cfg["max_suggestions"]; ok {
+		n, ok := asInt(v)
+		if !ok || n < 0 {
+			return nil, cref.Child("max_suggestions").Errorf("max_suggestions must be an integer >= 0, got %v", v)
+		}
+		b.maxSuggestions = int(n)
+	}
+	if v, ok := cfg["seed"]; ok && v != nil {
+		n, ok := asInt(v)
+		if !ok {
+			return nil, cref.Child("seed").Errorf("seed must be an integer, got %v", v)
+		}
+		b.seed = n
+	}
+	if v, ok := cfg["start_with_defaults"]; ok {
+		if b.startWithDefaults, err = asBool(v); err != nil {
+			return nil, cref.Child("start_with_defaults").Errorf("%v", err)
+		}
+	}
+	if b.targets, err = parseTargets(cfg["optimization_targets"], spec); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func parseTargets(v any, spec Spec) ([]Target, error) {
+	ref := spec.Ref.Child("config").Child("optimization_targets")
+	if v == nil {
+		return []Target{{Name: "score"}}, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, ref.Errorf("optimization_targets must be an object like {\"score\": \"min\"}")
+	}
+	if len(m) == 0 {
+		return nil, ref.Errorf("optimization_targets must name at least one metric")
+	}
+	// Key order decides the lexicographic comparison of results: take it
+	// from the config text when we have it.
+	var order []string
+	for _, r := range []source.Ref{spec.TargetsRef, ref} {
+		if n := r.Node(); n != nil && n.Kind == json5.Object && len(n.Members) == len(m) {
+			order = n.Keys()
+			break
+		}
+	}
+	if order == nil {
+		for k := range m {
+			order = append(order, k)
+		}
+		sort.Strings(order)
+	}
+	out := make([]Target, 0, len(m))
+	for _, k := range order {
+		dir, ok := m[k].(string)
+		if !ok || (dir != "min" && dir != "max") {
+			return nil, ref.Child(k).Errorf("invalid optimization direction %v for %q: want \"min\" or \"max\"", m[k], k)
+		}
+		out = append(out, Target{Name: k, Max: dir == "max"})
+	}
+	return out, nil
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
+			return int64(x), true
+		}
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func asBool(v any) (bool, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "y", "yes", "t", "true", "on", "1":
+			return true, nil
+		case "n", "no", "f", "false", "off", "0":
+			return false, nil
+		}
+	case int64:
+		return x != 0, nil
+	}
+	return false, fmt.Errorf("expected a boolean, got %v", v)
+}
+
+// Name returns the optimizer's name.
+func (b *Base) Name() string { return b.name }
+
+// Targets returns the optimization targets in order.
+func (b *Base) Targets() []Target { return append([]Target(nil), b.targets...) }
+
+// MaxSuggestions returns the suggestion budget.
+func (b *Base) MaxSuggestions() int { return b.maxSuggestions }
+
+// Iteration returns the number of suggestions made.
+func (b *Base) Iteration() int { return b.iter }
+
+// Seed returns the random seed.
+func (b *Base) Seed() int64 { return b.seed }
+
+// SupportsPreload is true by default.
+func (b *Base) SupportsPreload() bool { return true }
+
+// NotConverged is true while fewer than max_suggestions were made.
+func (b *Base) NotConverged() bool { return b.iter < b.maxSuggestions }
+
+// Tunables returns the optimizer's tunables (with the initial values).
+func (b *Base) Tunables() *tunables.Groups { return b.tunables }
+
+// next counts a suggestion and returns a copy of the tunables to fill in.
+func (b *Base) next() *tunables.Groups {
+	b.iter++
+	return b.tunables.Copy()
+}
+
+// ErrMissingMetric is wrapped when a successful trial lacks a target
+// metric or has a non-numeric one.
+var ErrMissingMetric = errors.New("missing or non-numeric target metric")
+
+// Scores converts results into values to minimize, in target order: the
+// target metrics (negated for max targets) for SUCCEEDED, +Inf for every
+// target otherwise.
+func (b *Base) Scores(status environments.Status, results map[string]any) ([]float64, error) {
+	out := make([]float64, len(b.targets))
+	if status != environments.SUCCEEDED {
+		for i := range out {
+			out[i] = math.Inf(1)
+		}
+		return out, nil
+	}
+	for i, t := range b.targets {
+		v, ok := results[t.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: the results have no %q metric (got %s)", ErrMissingMetric, t.Name, metricNames(results))
+		}
+		f, ok := Numeric(v)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q is %v, not a number", ErrMissingMetric, t.Name, v)
+		}
+		if t.Max {
+			f = -f
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+func metricNames(m map[string]any) string {
+	if len(m) == 0 {
+		return "no metrics"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// Numeric reads a result value as a float (numbers, and strings that
+// parse as numbers).
+func Numeric(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, !math.IsNaN(x)
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil && !math.IsNaN(f)
+	}
+	return 0, false
+}
+
+// Track records an observation and keeps the best one (lexicographic over
+// the targets, as mlos_bench's TrackBestOptimizer).
+func (b *Base) Track(tun *tunables.Groups, status environments.Status, scores []float64) {
+	if status != environments.SUCCEEDED {
+		return
+	}
+	if b.best == nil || lexLess(scores, b.best.Scores) {
+		b.best = &Observation{Values: tun.Values(), Scores: append([]float64(nil), scores...), Status: status}
+	}
+}
+
+func lexLess(a, c []float64) bool {
+	for i := range a {
+		if a[i] < c[i] {
+			return true
+		}
+		if a[i] > c[i] {
+			return false
+		}
+	}
+	return false
+}
+
+// Best returns the best observation so far.
+func (b *Base) Best() (Observation, bool) {
+	if b.best == nil {
+		return Observation{}, false
+	}
+	return *b.best, true
+}
+
+// Register scores and tracks a result; concrete optimizers call it first.
+func (b *Base) Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error) {
+	if !status.IsCompleted() {
+		return nil, fmt.Errorf("cannot register a trial with status %s: only completed trials are registered", status)
+	}
+	scores, err := b.Scores(status, results)
+	if err != nil {
+		return nil, err
+	}
+	b.Track(tun, status, scores)
+	return scores, nil
+}
+
+// bulk replays priors through register (skipping CANCELED trials) and
+// turns off start_with_defaults when there is data, like mlos_bench.
+func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, environments.Status, map[string]any) error) error {
+	n := 0
+	for _, p := range priors {
+		if p.Status == environments.CANCELED || !p.Status.IsCompleted() {
+			continue
+		}
+		tun := b.tunables.Copy()
+		if err := tun.Assign(p.Values); err != nil {
+			return fmt.Errorf("earlier trial's configuration no longer fits the tunables (did the tunables change? use a new experiment id): %w", err)
+		}
+		status := p.Status
+		if status == environments.SUCCEEDED {
+			if _, err := b.Scores(status, p.Results); err != nil {
+				status = environments.FAILED
+			}
+		}
+		if err := register(tun, status, p.Results); err != nil {
+			return err
+		}
+		n++
+	}
+	if n > 0 {
+		b.startWithDefaults = false
+	}
+	return nil
+}

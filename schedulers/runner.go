@@ -1,0 +1,98 @@
+package schedulers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/tunables"
+)
+
+// TrialRunner runs trials on its own copy of the environment (mlos_bench's
+// TrialRunner); trial_runner_id is its ID.
+type TrialRunner struct {
+	ID  int
+	Env environments.Environment
+}
+
+// Run runs one trial: open the environment, set it up with the trial's
+// configuration and globals, run it, read its status and telemetry, close
+// it. Failures of any step become the trial's status and reason; the
+// captured output of every command is kept.
+func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map[string]any) storage.TrialOutcome {
+	rec := &environments.Recorder{}
+	ctx = environments.WithRecorder(ctx, rec)
+	out := storage.TrialOutcome{}
+	defer func() { out.Output = toStorageOutput(rec.Outputs()) }()
+
+	if err := r.Env.Open(ctx); err != nil {
+		out.Status, out.FailureReason = failure("opening the environment", err)
+		return out
+	}
+	defer func() {
+		if err := r.Env.Close(); err != nil && out.FailureReason == "" && out.Status != environments.SUCCEEDED {
+			out.FailureReason = "closing the environment: " + err.Error()
+		}
+	}()
+	if err := r.Env.Setup(ctx, tun, globals); err != nil {
+		out.Status, out.FailureReason = failure("setup", err)
+		out.Ts = time.Now().UTC()
+		return out
+	}
+	res := r.Env.Run(ctx)
+	st := r.Env.Status(ctx)
+	out.Telemetry = toStorageTelemetry(st.Telemetry)
+	out.Status = res.Status
+	out.Ts = res.Time
+	out.Results = res.Metrics
+	out.FailureReason = res.Reason
+	if !res.Status.IsCompleted() {
+		out.Status = environments.FAILED
+		out.FailureReason = fmt.Sprintf("the environment finished its run step with status %s instead of a final status", res.Status)
+	}
+	if out.Status != environments.SUCCEEDED {
+		out.Results = nil
+	}
+	return out
+}
+
+// failure maps an error to a trial status and reason.
+func failure(step string, err error) (environments.Status, string) {
+	if errors.Is(err, services.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return environments.TIMED_OUT, step + " timed out: " + err.Error()
+	}
+	if errors.Is(err, context.Canceled) {
+		return environments.CANCELED, step + " cancelled"
+	}
+	return environments.FAILED, step + " failed: " + err.Error()
+}
+
+// Teardown opens the environment and tears it down.
+func (r *TrialRunner) Teardown(ctx context.Context) error {
+	if err := r.Env.Open(ctx); err != nil {
+		return err
+	}
+	err := r.Env.Teardown(ctx)
+	return errors.Join(err, r.Env.Close())
+}
+
+func toStorageTelemetry(in []environments.Telemetry) []storage.Telemetry {
+	out := make([]storage.Telemetry, len(in))
+	for i, t := range in {
+		out[i] = storage.Telemetry{Ts: t.Time, Metric: t.Metric, Value: t.Value}
+	}
+	return out
+}
+
+func toStorageOutput(in []environments.Output) []storage.Output {
+	out := make([]storage.Output, len(in))
+	for i, o := range in {
+		out[i] = storage.Output{Phase: o.Phase, Env: o.Env, Line: o.Line, Command: o.Command, ExitCode: o.ExitCode,
+			Stdout: o.Stdout, Stderr: o.Stderr, Truncated: o.Truncated, Duration: o.Duration}
+	}
+	return out
+}
