@@ -437,3 +437,14 @@ func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, environments
 	}
 	return nil
 }
+
+// Skip counts n suggestions made by an earlier run of the same experiment,
+// so that a resumed experiment completes its budget (max_suggestions
+// counts the whole experiment, not just this process).
+func (b *Base) Skip(n int) {
+	if n <= 0 {
+		return
+	}
+	b.iter += n
+	b.startWithDefaults = false
+}
