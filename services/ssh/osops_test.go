@@ -181,7 +181,7 @@ func TestShutdown(t *testing.T) {
 	if len(gotForce) != 1 || !gotForce[0] {
 		t.Errorf("commands asked with force %v", gotForce)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("took %s", d)
 	}
 	// The host is down: running anything fails now.

@@ -103,7 +103,7 @@ func logConfig(cfg Config, who string) {
 	case cfg.InsecureIgnoreHostKey:
 		slog.Warn(who + ": host key verification is OFF (ssh_insecure_ignore_host_key is true); connections could be intercepted")
 	case cfg.knownHostsNull:
-		slog.Info(who+`: "ssh_known_hosts_path": null turns host key checks off in mlos_bench, but bench still checks host keys; `+
+		slog.Debug(who+`: "ssh_known_hosts_path": null turns host key checks off in mlos_bench, but bench still checks host keys; `+
 			`set "ssh_insecure_ignore_host_key": true to skip them`, "known_hosts", cfg.KnownHostsPath)
 	}
 }
