@@ -362,7 +362,7 @@ func scoreOf(opt optimizers.Optimizer, results map[string]any) ([]float64, error
 }
 
 func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage.TrialOutcome, scores []float64) error {
-	if err := s.exp.Finish(ctx, t.ID, outcome); err != nil {
+	if err := s.exp.Finish(context.WithoutCancel(ctx), t.ID, outcome); err != nil {
 		return fmt.Errorf("storing the outcome of trial %d: %w", t.ID, err)
 	}
 	switch outcome.Status {

@@ -1,0 +1,301 @@
+package schedulers
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/optimizers"
+	"github.com/benchtune/bench/storage"
+	_ "github.com/benchtune/bench/storage/sql"
+	"github.com/benchtune/bench/tunables"
+)
+
+// fakeEnv is a scriptable environment: a unit test of the scheduler's
+// logic does not need real scripts (those are tested with the
+// environments).
+type fakeEnv struct {
+	mu        sync.Mutex
+	tun       *tunables.Groups
+	params    environments.Params
+	run       func(ctx context.Context, p environments.Params) environments.Result
+	setupErr  error
+	teardowns int
+	runs      int
+	opens     int
+	closes    int
+}
+
+func (f *fakeEnv) Name() string                    { return "fake" }
+func (f *fakeEnv) Class() string                   { return "fake" }
+func (f *fakeEnv) Tunables() *tunables.Groups      { return f.tun }
+func (f *fakeEnv) Parameters() environments.Params { return f.params }
+func (f *fakeEnv) Open(ctx context.Context) error  { f.opens++; return nil }
+func (f *fakeEnv) Close() error                    { f.closes++; return nil }
+func (f *fakeEnv) Status(context.Context) environments.StatusReport {
+	return environments.StatusReport{Status: environments.READY, Time: time.Now().UTC(),
+		Telemetry: []environments.Telemetry{{Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Metric: "cpu", Value: 0.5}}}
+}
+func (f *fakeEnv) Teardown(context.Context) error { f.teardowns++; return nil }
+func (f *fakeEnv) Setup(ctx context.Context, tun *tunables.Groups, g environments.Params) error {
+	if f.setupErr != nil {
+		return f.setupErr
+	}
+	f.params = tun.Values()
+	for k, v := range g {
+		if k == "trial_id" || k == "repeat_i" || k == "experiment_id" || k == "trial_runner_id" {
+			f.params[k] = v
+		}
+	}
+	return nil
+}
+func (f *fakeEnv) Run(ctx context.Context) environments.Result {
+	f.runs++
+	return f.run(ctx, f.params)
+}
+
+func testTunables(t *testing.T) *tunables.Groups {
+	doc, _ := source.Parse("t.jsonc", []byte(`{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 20], "default": 10}}}}`))
+	g, err := tunables.ParseParams(doc.At())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func score(p environments.Params) environments.Result {
+	x := float64(p["x"].(int64))
+	return environments.Result{Status: environments.SUCCEEDED, Time: time.Now().UTC(), Metrics: map[string]any{"score": (x - 3) * (x - 3)}}
+}
+
+func openStore(t *testing.T, path string) storage.Storage {
+	st, err := storage.Open(context.Background(), storage.Config{DriverName: "sqlite", Database: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+type setup struct {
+	env   *fakeEnv
+	sched *Scheduler
+	exp   storage.Experiment
+}
+
+func newSetup(t *testing.T, st storage.Storage, cfg Config, optCfg map[string]any, run func(context.Context, environments.Params) environments.Result) setup {
+	t.Helper()
+	env := &fakeEnv{tun: testTunables(t), run: run}
+	class := "mlos_bench.optimizers.MlosCoreOptimizer"
+	if optCfg == nil {
+		class = "mlos_bench.optimizers.OneShotOptimizer"
+		optCfg = map[string]any{}
+	}
+	opt, err := optimizers.New(optimizers.Spec{Class: class, Config: optCfg, Tunables: env.tun.Copy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: cfg.ExperimentID, Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, []*TrialRunner{{ID: 1, Env: env}}, opt, exp, map[string]any{"experiment_id": cfg.ExperimentID}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return setup{env, s, exp}
+}
+
+func trials(t *testing.T, exp storage.Experiment) []storage.Trial {
+	ts, err := exp.Trials(context.Background(), storage.TrialFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestRunsBudgetWithRepeats(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	s := newSetup(t, st, Config{ExperimentID: "e1", TrialConfigRepeatCount: 3, Teardown: true},
+		map[string]any{"optimizer_type": "FLAML", "max_suggestions": int64(4)}, func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := trials(t, s.exp)
+	if len(ts) != 12 {
+		t.Fatalf("4 suggestions x 3 repeats = 12 trials, got %d", len(ts))
+	}
+	for i, tr := range ts {
+		if tr.Status != environments.SUCCEEDED || tr.Metadata["repeat_i"] != []string{"1", "2", "3"}[i%3] {
+			t.Errorf("trial %d: %s repeat %s", tr.ID, tr.Status, tr.Metadata["repeat_i"])
+		}
+		if tr.Params["x"] != ts[i-i%3].Params["x"] {
+			t.Errorf("repeats must run the same configuration back to back")
+		}
+		if tr.Metadata["optimizer"] != "MlosCoreOptimizer:FLAML" || tr.Metadata["opt_target_0"] != "score" || tr.Metadata["opt_direction_0"] != "min" {
+			t.Errorf("metadata %v", tr.Metadata)
+		}
+	}
+	if ts[0].Metadata["is_defaults"] != "True" || ts[0].Params["x"] != "10" {
+		t.Errorf("first trial runs the defaults: %v %v", ts[0].Params, ts[0].Metadata)
+	}
+	if s.env.teardowns != 1 {
+		t.Errorf("teardown ran %d times, want once at the end", s.env.teardowns)
+	}
+	if s.env.opens != s.env.closes {
+		t.Errorf("opens %d closes %d", s.env.opens, s.env.closes)
+	}
+	d, err := s.exp.Trial(context.Background(), ts[0].ID)
+	if err != nil || len(d.Telemetry) != 1 {
+		t.Errorf("telemetry stored: %+v %v", d.Telemetry, err)
+	}
+}
+
+func TestMaxTrials(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	s := newSetup(t, st, Config{ExperimentID: "e", MaxTrials: 5}, map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(100)},
+		func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(trials(t, s.exp)); n != 5 {
+		t.Errorf("max_trials 5: ran %d", n)
+	}
+}
+
+func TestFailuresAreStoredAndTheExperimentGoesOn(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	n := 0
+	s := newSetup(t, st, Config{ExperimentID: "e"}, map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(4)},
+		func(ctx context.Context, p environments.Params) environments.Result {
+			n++
+			switch n {
+			case 1:
+				return environments.Result{Status: environments.FAILED, Reason: "script exited with 3"}
+			case 2:
+				return environments.Result{Status: environments.SUCCEEDED, Metrics: map[string]any{"latency": 1.0}}
+			case 3:
+				return environments.Result{Status: environments.READY}
+			}
+			return score(p)
+		})
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := trials(t, s.exp)
+	want := []struct {
+		status environments.Status
+		reason string
+	}{
+		{environments.FAILED, "script exited with 3"},
+		{environments.FAILED, `no "score" metric`},
+		{environments.FAILED, "instead of a final status"},
+		{environments.SUCCEEDED, ""},
+	}
+	if len(ts) != len(want) {
+		t.Fatalf("got %d trials", len(ts))
+	}
+	for i, w := range want {
+		if ts[i].Status != w.status || !strings.Contains(ts[i].FailureReason, w.reason) {
+			t.Errorf("trial %d: %s %q, want %s %q", ts[i].ID, ts[i].Status, ts[i].FailureReason, w.status, w.reason)
+		}
+	}
+	if st := s.sched.Stats(); st.Failed != 3 || st.Succeeded != 1 || st.Run != 4 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestSetupFailureAndTimeout(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	s := newSetup(t, st, Config{ExperimentID: "e"}, nil, nil)
+	s.env.setupErr = errors.New("boom")
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := trials(t, s.exp)
+	if len(ts) != 1 || ts[0].Status != environments.FAILED || !strings.Contains(ts[0].FailureReason, "setup failed: boom") {
+		t.Fatalf("%+v", ts)
+	}
+	st2 := openStore(t, filepath.Join(t.TempDir(), "db2.sqlite"))
+	s2 := newSetup(t, st2, Config{ExperimentID: "e"}, nil, nil)
+	s2.env.setupErr = context.DeadlineExceeded
+	_ = s2.sched.Start(context.Background())
+	if ts := trials(t, s2.exp); ts[0].Status != environments.TIMED_OUT {
+		t.Errorf("a setup timeout is TIMED_OUT, got %s", ts[0].Status)
+	}
+}
+
+func TestResumeRunsPendingAndCompletesBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	ctx := context.Background()
+	// First process: runs 3 trials, then is cancelled in the 4th.
+	cctx, cancel := context.WithCancel(ctx)
+	st := openStore(t, path)
+	runs := 0
+	s := newSetup(t, st, Config{ExperimentID: "e", Teardown: true}, map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(8)},
+		func(ctx context.Context, p environments.Params) environments.Result {
+			runs++
+			if runs == 4 {
+				cancel()
+				<-ctx.Done()
+				return environments.Result{Status: environments.CANCELED}
+			}
+			return score(p)
+		})
+	err := s.sched.Start(cctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if s.env.teardowns != 1 {
+		t.Error("teardown runs after an interruption too")
+	}
+	ts := trials(t, s.exp)
+	if len(ts) != 4 || ts[3].Finished() {
+		t.Fatalf("the interrupted trial stays unfinished: %+v", ts)
+	}
+	// Second process: the same experiment resumes.
+	st2 := openStore(t, path)
+	s2 := newSetup(t, st2, Config{ExperimentID: "e"}, map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(8)},
+		func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+	if err := s2.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts = trials(t, s2.exp)
+	if len(ts) != 8 {
+		t.Fatalf("the budget of 8 counts the first run's trials: got %d", len(ts))
+	}
+	for i, tr := range ts {
+		if tr.ID != i+1 || tr.Status != environments.SUCCEEDED {
+			t.Errorf("trial %d: id %d %s", i, tr.ID, tr.Status)
+		}
+	}
+	if s2.env.runs != 5 {
+		t.Errorf("the resumed run should run the pending trial and 4 new ones, ran %d", s2.env.runs)
+	}
+	if st := s2.sched.Stats(); st.Resumed != 3 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestOneShotResumeDoesNotRerun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	for i := 0; i < 2; i++ {
+		st := openStore(t, path)
+		s := newSetup(t, st, Config{ExperimentID: "e"}, nil, func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+		if err := s.sched.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(trials(t, s.exp)); n != 1 {
+			t.Fatalf("round %d: %d trials", i, n)
+		}
+		if _, ok := s.sched.Optimizer().Best(); !ok {
+			t.Errorf("round %d: the stored result is fed back", i)
+		}
+	}
+}
