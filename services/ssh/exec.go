@@ -29,6 +29,7 @@ type tuning struct {
 	pollMin, pollMax time.Duration // output polling interval bounds
 	reconnectWindow  time.Duration // how long to keep reconnecting
 	startGrace       time.Duration // how long a start may take to show
+	livenessEvery    time.Duration // how often to check that the script still runs
 	opTimeout        time.Duration // bound of one control operation
 	cleanupTimeout   time.Duration // bound of kill and cleanup after an abort
 	killGrace        time.Duration // SIGTERM to SIGKILL
@@ -42,6 +43,7 @@ func defaultTuning() tuning {
 		pollMax:         time.Second,
 		reconnectWindow: 2 * time.Minute,
 		startGrace:      30 * time.Second,
+		livenessEvery:   10 * time.Second,
 		opTimeout:       time.Minute,
 		cleanupTimeout:  time.Minute,
 		killGrace:       5 * time.Second,
@@ -178,6 +180,39 @@ const (
 // errNotStarted is wrapped when the wrapper never claimed the run.
 var errNotStarted = errors.New("the script did not start")
 
+// errVanished is wrapped when the script's processes are gone without an
+// exit code.
+var errVanished = errors.New("the script's processes ended without writing an exit code (they were killed, or the host restarted)")
+
+// aliveFn is shell code defining alive(): whether a process of session $p
+// other than a zombie is left (kill -0 where ps cannot tell).
+const aliveFn = `alive() { if s=$(ps -o stat= -s "$p" 2>/dev/null); then printf '%s\n' "$s" | grep -q '^[^Z]'; else kill -s 0 -- "-$p" 2>/dev/null; fi; }`
+
+// alive reports whether the run's process group still has a live process.
+// The exit file is written before the wrapper ends, so a run found dead
+// with no exit file after this check has lost its processes.
+func (r *run) alive(ctx context.Context, c *conn) (bool, error) {
+	cmd := strings.Join([]string{
+		"d=" + shellQuote(r.dir),
+		`[ -e "$d/exit" ] && { echo alive; exit 0; }`,
+		`p=$(cat "$d/pgid" 2>/dev/null)`,
+		`case "$p" in ''|*[!0-9]*) echo alive; exit 0;; esac`, // started, pgid not yet written
+		aliveFn,
+		`if alive; then echo alive; else echo gone; fi`,
+	}, "\n")
+	res, err := c.run(ctx, cmd, nil)
+	if err != nil {
+		return false, err
+	}
+	switch strings.TrimSpace(res.stdout) {
+	case "alive":
+		return true, nil
+	case "gone":
+		return false, nil
+	}
+	return false, fmt.Errorf("checking the script's processes: exit code %d: %s", res.exitCode, strings.TrimSpace(res.stderr))
+}
+
 // execute writes, starts and follows the run; on timeout or cancellation it
 // kills the remote process group. It returns the script's exit code, or -1
 // when there is none.
@@ -191,6 +226,8 @@ func (r *run) execute(ctx context.Context) (int, error) {
 	}
 	tu := r.svc.tuning
 	interval := tu.pollMin
+	lastCheck := time.Now()
+	gone := false
 	for {
 		code, done, got, err := r.poll(ctx)
 		if err != nil {
@@ -199,6 +236,27 @@ func (r *run) execute(ctx context.Context) (int, error) {
 		if done {
 			r.cleanup(ctx)
 			return code, nil
+		}
+		if gone {
+			// The processes had ended before this poll, and still no exit
+			// code: the wrapper was killed, or the host restarted.
+			return -1, r.abort(ctx, fmt.Errorf("%w; its files are in %s", errVanished, r.dir), phaseFollow)
+		}
+		if r.sawStart && time.Since(lastCheck) >= tu.livenessEvery {
+			lastCheck = time.Now()
+			var alive bool
+			err := r.do(ctx, "checking that the script runs", func(ctx context.Context, c *conn) error {
+				var err error
+				alive, err = r.alive(ctx, c)
+				return err
+			})
+			if err != nil {
+				return -1, r.abort(ctx, err, phaseFollow)
+			}
+			if !alive {
+				gone = true
+				continue // one more poll: the exit code may have just been written
+			}
 		}
 		if got {
 			interval = max(tu.pollMin, interval/2)
@@ -495,7 +553,7 @@ func (r *run) kill(ctx context.Context, c *conn) error {
 		`[ -e "$d/exit" ] && exit 0`,
 		`p=$(cat "$d/pgid" 2>/dev/null)`,
 		`case "$p" in ''|*[!0-9]*) echo "no process group recorded in $d" >&2; exit 1;; esac`,
-		`alive() { if s=$(ps -o stat= -s "$p" 2>/dev/null); then printf '%s\n' "$s" | grep -q '^[^Z]'; else kill -s 0 -- "-$p" 2>/dev/null; fi; }`,
+		aliveFn,
 		`sig() { kill -s "$1" -- "-$p" 2>/dev/null; if command -v pkill >/dev/null 2>&1; then pkill -"$1" -s "$p" 2>/dev/null; fi; }`,
 		`sig TERM`,
 		`i=0; while alive && [ $i -lt ` + strconv.Itoa(int(r.svc.tuning.killGrace/(100*time.Millisecond))) + ` ]; do sleep 0.1; i=$((i+1)); done`,

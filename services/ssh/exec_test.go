@@ -613,3 +613,34 @@ func TestRemoteExecSurvivesPartition(t *testing.T) {
 		t.Errorf("the keepalives did not notice the partition; logs:\n%s", logs.all())
 	}
 }
+
+// TestRemoteExecVanished kills a run's processes behind bench's back (as a
+// host restart or the OOM killer would): bench notices that they are gone
+// without an exit code instead of waiting forever, and keeps the files.
+func TestRemoteExecVanished(t *testing.T) {
+	e := getEnv(t)
+	s := newHost(t, e)
+	mark := fmt.Sprintf("6%d.%d", time.Now().Unix()%1000, time.Now().UnixNano()%10000)
+	live := &syncBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.RemoteExec(context.Background(), services.RemoteExecRequest{
+			Script: []string{"echo started", "sleep " + mark}, Params: e.params(), Live: live, CommandName: "vanish",
+		})
+		errc <- err
+	}()
+	live.waitFor(t, "started\n", 20*time.Second)
+	sh(t, e, fmt.Sprintf(`pkill -KILL -s "$(ps -o sid= -p "$(pgrep -f '^sleep %s')")"`, mark))
+	select {
+	case err := <-errc:
+		if !errors.Is(err, errVanished) || !strings.Contains(err.Error(), "/.bench/runs/") {
+			t.Fatalf("err = %v, want errVanished naming the run directory", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("RemoteExec did not notice that the script was gone")
+	}
+	out := sh(t, e, "cd ~/.bench/runs && for d in *-vanish-*; do cat $d/stdout; rm -rf $d; done")
+	if out != "started\n" {
+		t.Errorf("kept output %q", out)
+	}
+}

@@ -55,6 +55,7 @@ func fastTuning() tuning {
 	tu.reconnectWindow = 20 * time.Second
 	tu.cleanupTimeout = 30 * time.Second
 	tu.killGrace = time.Second
+	tu.livenessEvery = 300 * time.Millisecond
 	return tu
 }
 

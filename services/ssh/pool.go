@@ -258,7 +258,9 @@ func (p *pool) dial(ctx context.Context, t target) (*conn, error) {
 func permanentf(format string, args ...any) error { return permanent(fmt.Errorf(format, args...)) }
 
 func dialErr(ctx context.Context, err error, timeout time.Duration) error {
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+	var ne net.Error
+	timedOut := ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded)
+	if timedOut || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return fmt.Errorf("no connection within ssh_connect_timeout (%s): %w", timeout, err)
 	}
 	return err
