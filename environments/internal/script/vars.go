@@ -1,0 +1,78 @@
+package script
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/benchtune/bench/configs"
+)
+
+var invalidShellChars = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+
+// SanitizeName turns a parameter name into an environment variable name
+// as mlos_bench does: every character outside [A-Za-z0-9_] becomes '_'.
+func SanitizeName(name string) string { return invalidShellChars.ReplaceAllString(name, "_") }
+
+// EnvVars returns the shell variables exported to an environment's
+// scripts: each parameter of names under its sanitized name, then the
+// renames ({variable: parameter}) on top. Values are rendered as Python's
+// str() does (True, None, 1.0). A parameter without a value is an error.
+func EnvVars(params map[string]any, names []string, rename map[string]string) (map[string]string, error) {
+	src := make(map[string]string, len(names)+len(rename))
+	for _, n := range names {
+		src[SanitizeName(n)] = n
+	}
+	maps.Copy(src, rename)
+	out := make(map[string]string, len(src))
+	keys := make([]string, 0, len(src))
+	for k := range src {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, envName := range keys {
+		param := src[envName]
+		v, ok := params[param]
+		if !ok {
+			return nil, fmt.Errorf("shell_env_params: parameter %q has no value (give it in const_args, required_args, tunable_params or the globals)", param)
+		}
+		out[envName] = configs.PyStr(v)
+	}
+	return out, nil
+}
+
+// AllVars returns every parameter under its sanitized name, as text (what
+// upload/download paths are templated with).
+func AllVars(params map[string]any) map[string]any {
+	out := make(map[string]any, len(params))
+	for k, v := range params {
+		out[SanitizeName(k)] = configs.PyStr(v)
+	}
+	return out
+}
+
+// ParseStdout extracts results from a command's output: every match of
+// pattern gives a (name, value) pair from its first two groups; values
+// that read as numbers become int64 or float64. Later matches override
+// earlier ones.
+func ParseStdout(pattern *regexp.Regexp, stdout string) map[string]any {
+	out := map[string]any{}
+	if pattern == nil {
+		return out
+	}
+	for _, m := range pattern.FindAllStringSubmatch(stdout, -1) {
+		out[m[1]] = configs.ParseScalar(m[2])
+	}
+	return out
+}
+
+// CommandName names a remote command: "bench-<env>-<phase>" with the
+// environment name lower-cased and runs of non-word characters replaced by
+// '-'.
+func CommandName(env, phase string) string {
+	return "bench-" + strings.ToLower(nonWord.ReplaceAllString(env, "-")) + "-" + phase
+}
+
+var nonWord = regexp.MustCompile(`\W+`)

@@ -1,0 +1,420 @@
+// Package local implements mlos_bench's LocalEnv and LocalFileShareEnv:
+// environments that run their setup, run and teardown scripts on this
+// machine in a working directory of their own, read results and telemetry
+// from CSV files or the scripts' output, and (LocalFileShareEnv) move files
+// to and from a file share.
+//
+// See docs/environments.md for the config keys and formats.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/environments/internal/script"
+	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/tunables"
+)
+
+// Class names: mlos_bench's (as its schemas list them) and bench's own.
+var (
+	LocalEnvClasses = []string{
+		"mlos_bench.environments.LocalEnv",
+		"mlos_bench.environments.local.LocalEnv",
+		"mlos_bench.environments.local.local_env.LocalEnv",
+		"bench.environments.LocalEnv",
+	}
+	LocalFileShareEnvClasses = []string{
+		"mlos_bench.environments.LocalFileShareEnv",
+		"mlos_bench.environments.local.LocalFileShareEnv",
+		"mlos_bench.environments.local.local_fileshare_env.LocalFileShareEnv",
+		"bench.environments.LocalFileShareEnv",
+	}
+)
+
+func init() {
+	environments.Register(newLocalEnv, LocalEnvClasses...)
+	environments.Register(newFileShareEnv, LocalFileShareEnvClasses...)
+}
+
+// localKeys are LocalEnv's own config keys (beyond the script keys).
+var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file"}
+
+type rawLocal struct {
+	TempDir           *string       `json:"temp_dir"`
+	DumpParamsFile    *string       `json:"dump_params_file"`
+	DumpMetaFile      *string       `json:"dump_meta_file"`
+	ReadResultsFile   *string       `json:"read_results_file"`
+	ReadTelemetryFile *string       `json:"read_telemetry_file"`
+	Upload            []rawTransfer `json:"upload"`
+	Download          []rawTransfer `json:"download"`
+}
+
+type rawTransfer struct {
+	From *string `json:"from"`
+	To   *string `json:"to"`
+}
+
+// Env is a LocalEnv (or, with file transfers, a LocalFileShareEnv).
+type Env struct {
+	*environments.Base
+	script *script.Config
+
+	tempDirCfg    string
+	dumpParams    string
+	dumpMeta      string
+	readResults   string
+	readTelemetry string
+	loader        *configs.Loader
+	log           *slog.Logger
+
+	// LocalFileShareEnv only.
+	fileShare bool
+	upload    []transfer
+	download  []transfer
+
+	mu      sync.Mutex
+	tempDir string
+	cleanup func() error
+	ready   bool
+}
+
+var _ environments.Environment = (*Env)(nil)
+
+func newLocalEnv(_ context.Context, spec environments.Spec) (environments.Environment, error) {
+	return build(spec, false)
+}
+
+func newFileShareEnv(_ context.Context, spec environments.Spec) (environments.Environment, error) {
+	return build(spec, true)
+}
+
+func build(spec environments.Spec, fileShare bool) (*Env, error) {
+	base, err := environments.NewBase(spec)
+	if err != nil {
+		return nil, err
+	}
+	cfgRef := spec.Ref.Child("config")
+	own := localKeys
+	if fileShare {
+		own = append(append([]string(nil), localKeys...), "upload", "download")
+	}
+	sc, err := script.Parse(spec.Config, cfgRef, own...)
+	if err != nil {
+		return nil, err
+	}
+	sub := map[string]any{}
+	for _, k := range own {
+		if v, ok := spec.Config[k]; ok {
+			sub[k] = v
+		}
+	}
+	var raw rawLocal
+	if err := script.DecodeKeys(sub, cfgRef, &raw, own...); err != nil {
+		return nil, err
+	}
+	e := &Env{
+		Base:          base,
+		script:        sc,
+		tempDirCfg:    deref(raw.TempDir),
+		dumpParams:    deref(raw.DumpParamsFile),
+		dumpMeta:      deref(raw.DumpMetaFile),
+		readResults:   deref(raw.ReadResultsFile),
+		readTelemetry: deref(raw.ReadTelemetryFile),
+		fileShare:     fileShare,
+		log:           slog.Default().With("env", spec.Name),
+	}
+	if spec.Builder != nil {
+		e.loader = spec.Builder.Loader
+	}
+	if fileShare {
+		if e.upload, err = transfers(raw.Upload, cfgRef.Child("upload")); err != nil {
+			return nil, err
+		}
+		if e.download, err = transfers(raw.Download, cfgRef.Child("download")); err != nil {
+			return nil, err
+		}
+		if len(e.upload) == 0 && len(e.download) == 0 {
+			return nil, cfgRef.Errorf("environment %q (class %s) needs \"upload\" or \"download\" (or both)", spec.Name, spec.Class)
+		}
+	}
+	return e, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (e *Env) who() string { return fmt.Sprintf("environment %q", e.Name()) }
+
+func now() time.Time { return time.Now().UTC() }
+
+// TempDir returns the working directory while the environment is open.
+func (e *Env) TempDir() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.tempDir
+}
+
+func (e *Env) state() (dir string, ready bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.tempDir, e.ready
+}
+
+func (e *Env) setReady(r bool) {
+	e.mu.Lock()
+	e.ready = r
+	e.mu.Unlock()
+}
+
+// Open creates the working directory: the configured temp_dir (templated
+// with the parameters, created when missing, never removed) or a fresh one
+// from the TempDirs service (LocalExecService or TempDirContextService).
+// Opening an open environment does nothing.
+func (e *Env) Open(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tempDir != "" {
+		return nil
+	}
+	if e.tempDirCfg != "" {
+		dir := configs.Substitute(e.tempDirCfg, configs.MapLookup(e.Parameters()))
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("%s: temp_dir %q: %w", e.who(), dir, err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return fmt.Errorf("%s: create temp_dir: %w", e.who(), err)
+		}
+		e.tempDir, e.cleanup = abs, nil
+		return nil
+	}
+	td, err := script.Need[services.TempDirs](e.Services(), e.Name(), e.Class(), "TempDirs", "LocalExecService or TempDirContextService")
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := td.TempDir(ctx, e.Name())
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.who(), err)
+	}
+	e.tempDir, e.cleanup = dir, cleanup
+	return nil
+}
+
+// Close removes the working directory (unless it was configured or the
+// service keeps it).
+func (e *Env) Close() error {
+	e.mu.Lock()
+	cleanup := e.cleanup
+	e.tempDir, e.cleanup, e.ready = "", nil, false
+	e.mu.Unlock()
+	if cleanup != nil {
+		if err := cleanup(); err != nil {
+			return fmt.Errorf("%s: %w", e.who(), err)
+		}
+	}
+	return nil
+}
+
+// Setup assigns the tunable values, writes dump_params_file and
+// dump_meta_file, runs the setup script in the working directory and
+// (LocalFileShareEnv) uploads the files. A script that exits non-zero is an
+// error; a timeout wraps services.ErrTimeout.
+func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environments.Params) error {
+	dir, _ := e.state()
+	if dir == "" {
+		return fmt.Errorf("%s: Setup called before Open", e.who())
+	}
+	e.setReady(false)
+	if err := e.SetupParams(tun, globals); err != nil {
+		return err
+	}
+	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
+	defer cancel()
+	if err := e.dumpFiles(dir); err != nil {
+		return err
+	}
+	if len(e.script.Setup) > 0 {
+		res, err := e.runLines(ctx, "setup", dir)
+		if err != nil {
+			return fmt.Errorf("%s: setup: %w", e.who(), err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("%s: setup failed: %s", e.who(), script.ExitReason(res))
+		}
+	}
+	if e.fileShare {
+		if err := e.uploadAll(ctx, dir); err != nil {
+			return err
+		}
+	}
+	e.setReady(true)
+	return nil
+}
+
+// runLines runs a phase's script locally with the exported parameters.
+func (e *Env) runLines(ctx context.Context, phase, dir string) (services.ExecResult, error) {
+	exec, err := script.Need[services.LocalExec](e.Services(), e.Name(), e.Class(), "LocalExec", "LocalExecService")
+	if err != nil {
+		return services.ExecResult{}, err
+	}
+	env, err := script.EnvVars(e.Parameters(), e.script.ShellEnvParams, e.script.ShellEnvRename)
+	if err != nil {
+		return services.ExecResult{}, err
+	}
+	res, err := exec.LocalExec(ctx, services.ExecRequest{
+		Lines:       e.script.Lines(phase),
+		Env:         env,
+		Dir:         dir,
+		LineTimeout: e.script.Timeouts.Line.Std(),
+	})
+	script.Record(ctx, e.Name(), phase, res, e.script.MaxOutputBytes)
+	if err != nil {
+		return res, script.TimeoutError(ctx, err)
+	}
+	if res.ExitCode != 0 {
+		e.log.Warn("script failed", "phase", phase, "reason", script.ExitReason(res))
+	}
+	return res, nil
+}
+
+// Run runs the run script (LocalFileShareEnv: after downloading the
+// files), then reads results_stdout_pattern matches from its output and
+// the read_results_file CSV; the file's values override the output's.
+func (e *Env) Run(ctx context.Context) environments.Result {
+	dir, ready := e.state()
+	if !ready || dir == "" {
+		return environments.Result{Status: environments.PENDING, Time: now(), Reason: e.who() + " is not set up"}
+	}
+	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Run.Std())
+	defer cancel()
+	fail := func(err error) environments.Result {
+		err = script.TimeoutError(ctx, err)
+		return environments.Result{Status: script.StatusOf(err), Time: now(), Reason: err.Error()}
+	}
+	if e.fileShare {
+		if err := e.downloadAll(ctx, dir, false); err != nil {
+			return fail(err)
+		}
+	}
+	metrics := map[string]any{}
+	if len(e.script.Run) > 0 {
+		res, err := e.runLines(ctx, "run", dir)
+		if err != nil {
+			return fail(fmt.Errorf("%s: run: %w", e.who(), err))
+		}
+		if res.ExitCode != 0 {
+			return environments.Result{Status: environments.FAILED, Time: now(),
+				Reason: fmt.Sprintf("%s: run failed: %s", e.who(), script.ExitReason(res))}
+		}
+		metrics = script.ParseStdout(e.script.Pattern, res.Stdout)
+	}
+	if e.readResults != "" {
+		path := e.resolve(e.readResults, dir)
+		data, err := configs.ReadFile(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return environments.Result{Status: environments.FAILED, Time: now(),
+					Reason: fmt.Sprintf("%s: the run wrote no results file %s", e.who(), path)}
+			}
+			return fail(fmt.Errorf("%s: read results: %w", e.who(), err))
+		}
+		vals, err := script.ParseResults(data)
+		if err != nil {
+			return environments.Result{Status: environments.FAILED, Time: now(),
+				Reason: fmt.Sprintf("%s: results file %s: %v", e.who(), path, err)}
+		}
+		maps.Copy(metrics, vals)
+	}
+	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
+}
+
+// Status reports READY once set up (PENDING before) with the telemetry of
+// read_telemetry_file (LocalFileShareEnv: after downloading the files,
+// ignoring missing ones). A missing telemetry file means no telemetry; a
+// malformed one sets Err and the FAILED status.
+func (e *Env) Status(ctx context.Context) environments.StatusReport {
+	dir, ready := e.state()
+	if !ready || dir == "" {
+		return environments.StatusReport{Status: environments.PENDING, Time: now()}
+	}
+	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Status.Std())
+	defer cancel()
+	fail := func(err error) environments.StatusReport {
+		return environments.StatusReport{Status: environments.FAILED, Time: now(), Err: script.TimeoutError(ctx, err)}
+	}
+	if e.fileShare {
+		if err := e.downloadAll(ctx, dir, true); err != nil {
+			return fail(err)
+		}
+	}
+	if e.readTelemetry == "" {
+		return environments.StatusReport{Status: environments.READY, Time: now()}
+	}
+	path := e.resolve(e.readTelemetry, dir)
+	data, err := configs.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			e.log.Debug("no telemetry file yet", "file", path)
+			return environments.StatusReport{Status: environments.READY, Time: now()}
+		}
+		return fail(fmt.Errorf("%s: read telemetry: %w", e.who(), err))
+	}
+	tel, err := script.ParseTelemetry(data, time.Local)
+	if err != nil {
+		return fail(fmt.Errorf("%s: telemetry file %s: %w", e.who(), path, err))
+	}
+	return environments.StatusReport{Status: environments.READY, Time: now(), Telemetry: tel}
+}
+
+// Teardown runs the teardown script. As in mlos_bench it runs in the
+// LocalExec service's directory (its temp_dir, or a fresh one), not the
+// environment's, since it may run in an experiment's last step without a
+// trial.
+func (e *Env) Teardown(ctx context.Context) error {
+	e.setReady(false)
+	if len(e.script.Teardown) == 0 {
+		return nil
+	}
+	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Teardown.Std())
+	defer cancel()
+	res, err := e.runLines(ctx, "teardown", "")
+	if err != nil {
+		return fmt.Errorf("%s: teardown: %w", e.who(), err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%s: teardown failed: %s", e.who(), script.ExitReason(res))
+	}
+	return nil
+}
+
+// resolve finds a results or telemetry file: relative to the working
+// directory first, then on the config search path (as mlos_bench does);
+// when it exists nowhere, the working-directory path is returned.
+func (e *Env) resolve(file, dir string) string {
+	if filepath.IsAbs(file) {
+		return file
+	}
+	p := filepath.Join(dir, file)
+	if _, err := os.Stat(p); err == nil || e.loader == nil {
+		return p
+	}
+	if r := e.loader.Resolve(file); r != file {
+		return r
+	}
+	return p
+}
