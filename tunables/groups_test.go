@@ -2,6 +2,7 @@ package tunables
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -752,6 +753,125 @@ func TestConformanceGoodTunableParams(t *testing.T) {
 		}
 		if got := g.Get("cat-bool").Value(); got != "True" {
 			t.Errorf("cat-bool default %v", got)
+		}
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	g := mustParse(t, `{"g": {"cost": 1, "params": {
+  "n": {"type": "float", "description": "a float", "range": [0.5, 8], "special": [-1], "special_weights": [1], "range_weight": 3,
+        "quantization_bins": 4, "log": true, "default": 1, "distribution": {"type": "normal", "params": {"mu": 2, "sigma": 0.5}}},
+  "i": {"type": "int", "range": [-3, 3], "default": 0},
+  "c": {"type": "categorical", "values": ["a", "b"], "values_weights": [2, 1], "default": "a"}
+}}}`)
+	n := g.Get("n")
+	lo, hi := n.Range()
+	sw, rw, ok := n.SpecialWeights()
+	dist, hasDist := n.Distribution()
+	got := []any{n.Type(), n.Description(), n.Default(), lo, hi, n.Special(), sw, rw, ok, n.QuantizationBins(), n.IsLog(), dist, hasDist}
+	want := []any{Float, "a float", 1.0, 0.5, 8.0, []any{-1.0}, []float64{1}, 3.0, true, 4, true, Distribution{Type: Normal, Mu: 2, Sigma: 0.5}, true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("float accessors (-want +got):\n%s", diff)
+	}
+	if err := n.Set(-1); err != nil || !n.IsSpecial() || n.InRange() || n.Float() != -1 || n.Int() != -1 {
+		t.Errorf("special value: err %v special %v in range %v", err, n.IsSpecial(), n.InRange())
+	}
+	if err := n.Set(2.5); err != nil || n.Int() != 2 || n.IsSpecial() {
+		t.Errorf("Int() of 2.5 = %d (%v)", n.Int(), err)
+	}
+	i := g.Get("i")
+	ilo, ihi := i.IntRange()
+	if ilo != -3 || ihi != 3 || i.Special() != nil || i.IsSpecial() || i.IsLog() || i.QuantizationBins() != 0 {
+		t.Errorf("int accessors: %d %d %v", ilo, ihi, i.Special())
+	}
+	if _, _, ok := i.SpecialWeights(); ok {
+		t.Error("SpecialWeights without weights")
+	}
+	if _, ok := i.Distribution(); ok {
+		t.Error("Distribution without one")
+	}
+	c := g.Get("c")
+	if diff := cmp.Diff([]float64{2, 1}, c.ValuesWeights()); diff != "" {
+		t.Errorf("ValuesWeights (-want +got):\n%s", diff)
+	}
+	if c.Int() != 0 || c.Float() != 0 || c.IsSpecial() || c.InRange() || c.Type() != Categorical {
+		t.Error("categorical numeric accessors")
+	}
+	if len(g.Groups()) != 1 || len(g.Group("g").Values()) != 3 || g.Group("g").IsDefaults() {
+		t.Error("group accessors")
+	}
+}
+
+func TestMergeComparesEveryDefinitionField(t *testing.T) {
+	base := `{"type": "int", "range": [0, 10], "special": [-1], "special_weights": [1], "range_weight": 1, "quantization_bins": 3, "log": true, "default": 0, "distribution": {"type": "beta", "params": {"alpha": 1, "beta": 2}}, "meta": {"u": "MB"}}`
+	cases := map[string]string{
+		"type":                         `{"type": "float", "range": [0, 10], "default": 0}`,
+		"default":                      strings.Replace(base, `"default": 0`, `"default": 5`, 1),
+		"range":                        strings.Replace(base, `[0, 10]`, `[0, 11]`, 1),
+		"special":                      strings.Replace(base, `"special": [-1]`, `"special": [-2]`, 1),
+		"special_weights/range_weight": strings.Replace(base, `"range_weight": 1`, `"range_weight": 2`, 1),
+		"quantization_bins":            strings.Replace(base, `"quantization_bins": 3`, `"quantization_bins": 4`, 1),
+		"log":                          strings.Replace(base, `"log": true`, `"log": false`, 1),
+		"distribution":                 strings.Replace(base, `"beta": 2`, `"beta": 3`, 1),
+		"meta":                         strings.Replace(base, `"MB"`, `"GB"`, 1),
+	}
+	doc := func(def string) string { return `{"g": {"cost": 1, "params": {"x": ` + def + `}}}` }
+	for field, other := range cases {
+		t.Run(field, func(t *testing.T) {
+			g := mustParse(t, doc(base))
+			err := g.Merge(mustParse(t, doc(other)))
+			if err == nil || !strings.Contains(err.Error(), `tunable "x" differs in `+field) {
+				t.Errorf("Merge error %v, want a difference in %s", err, field)
+			}
+		})
+	}
+	cats := map[string][2]string{
+		"values":         {`{"type": "categorical", "values": ["a", "b"], "default": "a"}`, `{"type": "categorical", "values": ["a", "c"], "default": "a"}`},
+		"values_weights": {`{"type": "categorical", "values": ["a", "b"], "values_weights": [1, 2], "default": "a"}`, `{"type": "categorical", "values": ["a", "b"], "default": "a"}`},
+	}
+	for field, pair := range cats {
+		t.Run(field, func(t *testing.T) {
+			g := mustParse(t, doc(pair[0]))
+			if err := g.Merge(mustParse(t, doc(pair[1]))); err == nil || !strings.Contains(err.Error(), "differs in "+field) {
+				t.Errorf("Merge error %v", err)
+			}
+		})
+	}
+	g := mustParse(t, doc(base))
+	if err := g.Merge(mustParse(t, doc(strings.Replace(base, `"meta"`, `"description": "other", "meta"`, 1)))); err != nil {
+		t.Errorf("identical definitions: %v", err)
+	}
+}
+
+func TestPythonNumberParsing(t *testing.T) {
+	ints := map[string]int64{"5": 5, " -7 ": -7, "1_000": 1000, "+3": 3}
+	for s, want := range ints {
+		if got, err := pyParseInt(s); err != nil || got != want {
+			t.Errorf("pyParseInt(%q) = %d, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "1_", "_1", "1__0", "0x10", "5.0", "99999999999999999999"} {
+		if _, err := pyParseInt(s); err == nil {
+			t.Errorf("pyParseInt(%q) accepted", s)
+		}
+	}
+	floats := map[string]float64{"1.5": 1.5, " 2e3 ": 2000, "1_000.5": 1000.5, "-inf": math.Inf(-1), "Infinity": math.Inf(1), "1e999": math.Inf(1)}
+	for s, want := range floats {
+		if got, err := pyParseFloat(s); err != nil || got != want {
+			t.Errorf("pyParseFloat(%q) = %v, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "abc", "0x1p3", "1__0", "1.5_"} {
+		if _, err := pyParseFloat(s); err == nil {
+			t.Errorf("pyParseFloat(%q) accepted", s)
+		}
+	}
+	// json.Number and unsigned inputs.
+	g := mustParse(t, `{"g": {"cost": 1, "params": {"c": {"type": "categorical", "values": [18446744073709551615, 100000000000000000000, 255], "default": 255}}}}`)
+	c := g.Get("c")
+	for _, v := range []any{uint64(18446744073709551615), json.Number("100000000000000000000"), json.Number("0xFF"), uint(255)} {
+		if err := c.Set(v); err != nil {
+			t.Errorf("Set(%v): %v", v, err)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchtune/bench/configs/source"
 )
 
 const spaceDoc = `{
@@ -422,4 +424,50 @@ func TestTruncNormalExtremes(t *testing.T) {
 			}
 		}
 	}
+}
+
+func BenchmarkHash(b *testing.B) {
+	g, err := parseTextB(b, spaceDoc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		_ = g.Hash()
+	}
+}
+
+func BenchmarkSnap(b *testing.B) {
+	g, err := parseTextB(b, spaceDoc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := g.Space()
+	rng := rand.New(rand.NewPCG(1, 1))
+	p := make(Point, len(sp.Dims))
+	for i := range p {
+		p[i] = rng.Float64()
+	}
+	for b.Loop() {
+		_ = sp.Snap(p)
+	}
+}
+
+func BenchmarkSample(b *testing.B) {
+	g, err := parseTextB(b, spaceDoc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := g.Space()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for b.Loop() {
+		_ = sp.Sample(rng)
+	}
+}
+
+func parseTextB(b *testing.B, text string) (*Groups, error) {
+	doc, err := source.Parse("bench.jsonc", []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	return ParseParams(doc.At())
 }

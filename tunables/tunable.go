@@ -843,20 +843,6 @@ func (t *Tunable) assign(i int64, f float64, s string) bool {
 	return changed
 }
 
-func describe(v any) string {
-	switch x := v.(type) {
-	case string:
-		return pyStrRepr(x)
-	case float64:
-		return pyFloatRepr(x)
-	case float32:
-		return pyFloatRepr(float64(x))
-	case bool:
-		return pyBool(x)
-	}
-	return fmt.Sprint(v)
-}
-
 func (d *definition) coerce(v any) (int64, float64, string, error) {
 	fail := func(format string, args ...any) (int64, float64, string, error) {
 		return 0, 0, "", fmt.Errorf("tunable %q: %s", d.name, fmt.Sprintf(format, args...))
