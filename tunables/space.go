@@ -87,8 +87,8 @@ type spaceEntry struct {
 	sel int // index of the special-value selector dimension, -1 if none
 	dim int // index of the tunable's own dimension
 	// placeholder is the numeric coordinate while a special value is
-	// chosen: the default's coordinate when the default is in the range,
-	// else 0.5.
+	// chosen: always 0, so that every representation of a special value is
+	// one canonical point (optimizers dedup points by their coordinates).
 	placeholder float64
 }
 
@@ -142,10 +142,7 @@ func (g *Groups) Space() *Space {
 		}
 		e.dim = len(s.Dims)
 		s.Dims = append(s.Dims, Dim{Name: d.name, Tunable: d.name, Kind: DimNumeric, Levels: e.sc.levels, Log: e.sc.log})
-		e.placeholder = 0.5
-		if e.sc.inRange(d.defInt, d.defFloat) {
-			e.placeholder = e.encodeNumeric(d.defInt, d.defFloat)
-		}
+		e.placeholder = 0 // as optimizers/internal/space canonicalizes it
 		s.entries = append(s.entries, e)
 	}
 	for i, d := range s.Dims {

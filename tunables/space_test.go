@@ -81,16 +81,16 @@ func TestEncodeDecode(t *testing.T) {
 	}{
 		{"defaults", nil, map[string]float64{
 			"int": 0.5, "float": 0.5, "logf": 0.5, "logi": 0.5, "log0": 0.5, "qi": 0.5, "qf": 0.5,
-			"sp!special": 0, "sp": 0.2, "spf!special": 1, "spf": 0.5, "cat": 1, "cat2": 1,
+			"sp!special": 0, "sp": 0.2, "spf!special": 1, "spf": 0, "cat": 1, "cat2": 1,
 		}},
 		{"bounds", map[string]any{"int": 0, "wide": 100000000, "float": 1.0, "logf": 1.0, "logi": 1024, "log0": 0, "qi": 100, "qf": 1.0, "sp": 100, "spf": 0.5, "cat": "a", "cat2": "True"},
 			map[string]float64{"int": 0, "wide": 1, "float": 1, "logf": 0, "logi": 1, "log0": 0, "qi": 1, "qf": 1, "sp!special": 0, "sp": 1, "spf!special": 0, "spf": 0, "cat": 0, "cat2": 0}},
 		{"interior", map[string]any{"int": 3, "wide": 12345678, "float": -0.25, "logf": 31.622776601683793, "logi": 2, "qi": 75, "qf": 0.5, "sp": 37, "spf": 1.2, "cat": "c"},
 			map[string]float64{"int": 0.3, "float": 0.375, "logf": 0.75, "logi": 0.1, "qi": 0.75, "qf": 0.5, "sp": 0.37, "spf": 0.7, "cat": 2}},
 		{"special values", map[string]any{"sp": -1, "spf": -1.0},
-			map[string]float64{"sp!special": 1, "sp": 0.2, "spf!special": 1, "spf": 0.5}},
+			map[string]float64{"sp!special": 1, "sp": 0, "spf!special": 1, "spf": 0}}, // a chosen special value puts the numeric coordinate at 0
 		{"special inside the range", map[string]any{"sp": 0},
-			map[string]float64{"sp!special": 2, "sp": 0.2}},
+			map[string]float64{"sp!special": 2, "sp": 0}},
 		{"off-grid quantized value keeps its coordinate", map[string]any{"qi": 10},
 			map[string]float64{"qi": 0.1}},
 	}
