@@ -545,7 +545,7 @@ func TestConfigErrors(t *testing.T) {
 			f := envtest.New(t, map[string]string{
 				"t1.jsonc": `{"g": {"cost": 1, "params": {"p": {"type": "int", "default": 1, "range": [0, 5]}}}}`,
 				"t2.jsonc": `{"g": {"cost": 1, "params": {"p": {"type": "int", "default": 2, "range": [0, 5]}}}}`,
-			})
+			}, envtest.NoValidation)
 			_, err := f.TryBuild(`{"name": "root", "class": "mlos_bench.environments.CompositeEnv", "config": `+tc.cfg+`}`, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
@@ -609,7 +609,8 @@ func init() {
 }
 
 func TestExportedParamsReachLaterSiblings(t *testing.T) {
-	f := envtest.New(t, nil)
+	// The test class is not in the schemas.
+	f := envtest.New(t, nil, envtest.NoValidation)
 	env := f.Build(`{"name": "root", "class": "mlos_bench.environments.CompositeEnv", "config": {
 		"const_args": {"ssh_hostname": "", "host_index": 7},
 		"children": [

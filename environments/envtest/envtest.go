@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/schemas"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/tunables"
 
@@ -70,9 +72,19 @@ const TunablesJSON = `{
     }
 }`
 
-// Validator validates configs against the schemas; nil (the default)
-// skips validation. Packages whose tests validate set it in TestMain.
-var Validator configs.ValidateFunc
+// Validate checks configs against bench's JSON schemas, as bench does.
+func Validate(kind configs.Kind, doc *source.Doc) error {
+	return schemas.Validate(schemas.Kind(kind), doc)
+}
+
+// Option changes a fixture.
+type Option func(*options)
+
+type options struct{ validate configs.ValidateFunc }
+
+// NoValidation skips schema validation, for tests of the environments' own
+// checks of configs the schemas would reject first.
+func NoValidation(o *options) { o.validate = nil }
 
 // Fixture is a config folder with a loader and a builder over it.
 type Fixture struct {
@@ -88,13 +100,18 @@ type Fixture struct {
 }
 
 // New writes files (path relative to a fresh config folder -> content)
-// and returns a fixture over that folder.
-func New(t testing.TB, files map[string]string) *Fixture {
+// and returns a fixture over that folder. Configs are validated against the
+// schemas unless NoValidation is given.
+func New(t testing.TB, files map[string]string, opts ...Option) *Fixture {
 	t.Helper()
+	o := options{validate: Validate}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	dir := t.TempDir()
 	files = withDefault(files, "tunables.jsonc", TunablesJSON)
 	WriteFiles(t, dir, files)
-	loader, err := configs.NewLoader(Validator, dir)
+	loader, err := configs.NewLoader(o.validate, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

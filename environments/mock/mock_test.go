@@ -171,7 +171,7 @@ func TestConfigErrors(t *testing.T) {
 		"unknown key": {`, "mock_env_sed": 1`, `unknown config key "mock_env_sed"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := envtest.New(t, nil)
+			f := envtest.New(t, nil, envtest.NoValidation)
 			cfg := mockJSON(tc.extra)
 			if name == "bad range" {
 				cfg = strings.Replace(cfg, `, "mock_env_range": [60, 120]`, "", 1)
