@@ -82,8 +82,8 @@ func init() {
 // Examples of services providing each capability, for error messages.
 const (
 	exampleRemoteExec = "SshHostService"
-	exampleHostOps    = "an EC2 or Azure VM service"
-	exampleHostProv   = "an EC2 or Azure VM service"
+	exampleHostOps    = "AwsEc2Service"
+	exampleHostProv   = "AwsEc2Service"
 	exampleOSOps      = "SshHostService"
 	exampleNetwork    = "AzureNetworkService"
 	exampleConfig     = "AzureSaaSConfigService"
@@ -190,7 +190,7 @@ func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals env
 			return fmt.Errorf("%s: setup: %w", e.who(), err)
 		}
 		if res.ExitCode != 0 {
-			return fmt.Errorf("%s: setup failed: %s", e.who(), script.ExitReason(res))
+			return fmt.Errorf("%s: setup failed: %s", e.who(), scriptReason(res))
 		}
 	}
 	e.setReady(true)
@@ -220,7 +220,7 @@ func (e *RemoteEnv) exec(ctx context.Context, phase string) (services.ExecResult
 		return res, script.TimeoutError(ctx, err)
 	}
 	if res.ExitCode != 0 {
-		e.log.Warn("remote script failed", "phase", phase, "reason", script.ExitReason(res))
+		e.log.Warn("remote script failed", "phase", phase, "reason", scriptReason(res))
 	}
 	return res, nil
 }
@@ -244,7 +244,7 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 	}
 	if res.ExitCode != 0 {
 		return environments.Result{Status: environments.FAILED, Time: now(),
-			Reason: fmt.Sprintf("%s: run failed: %s", e.who(), script.ExitReason(res))}
+			Reason: fmt.Sprintf("%s: run failed: %s", e.who(), scriptReason(res))}
 	}
 	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: script.ParseStdout(e.script.Pattern, res.Stdout)}
 }
@@ -265,7 +265,7 @@ func (e *RemoteEnv) Teardown(ctx context.Context) error {
 		return fmt.Errorf("%s: teardown: %w", e.who(), err)
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("%s: teardown failed: %s", e.who(), script.ExitReason(res))
+		return fmt.Errorf("%s: teardown failed: %s", e.who(), scriptReason(res))
 	}
 	return nil
 }
@@ -334,3 +334,9 @@ func (e *opEnv) Run(context.Context) environments.Result {
 }
 
 func (e *opEnv) Status(context.Context) environments.StatusReport { return e.status() }
+
+// scriptReason describes a remote script that exited non-zero (it ran as
+// one script, so no line is named).
+func scriptReason(res services.ExecResult) string {
+	return script.ExitReason(services.ExecResult{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr})
+}

@@ -337,7 +337,7 @@ func TestRemoteEnvWaitBoot(t *testing.T) {
 
 	env = build(t, f, cfg, globals, &fakeExec{j: &journal{}})
 	err := env.Setup(ctx, f.Tunables, nil)
-	want := `environment "booted" (class mlos_bench.environments.RemoteEnv) needs a HostOps service (e.g. an EC2 or Azure VM service); add it to include_services`
+	want := `environment "booted" (class mlos_bench.environments.RemoteEnv) needs a HostOps service (e.g. AwsEc2Service); add it to include_services`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
