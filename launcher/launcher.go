@@ -66,10 +66,11 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r = &Run{Launch: l, log: o.Logger}
+	run := &Run{Launch: l, log: o.Logger}
+	r = run
 	defer func() {
 		if err != nil {
-			_ = r.Close()
+			_ = run.Close()
 			r = nil
 		}
 	}()

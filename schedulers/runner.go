@@ -23,10 +23,9 @@ type TrialRunner struct {
 // configuration and globals, run it, read its status and telemetry, close
 // it. Failures of any step become the trial's status and reason; the
 // captured output of every command is kept.
-func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map[string]any) storage.TrialOutcome {
+func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map[string]any) (out storage.TrialOutcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
-	out := storage.TrialOutcome{}
 	defer func() { out.Output = toStorageOutput(rec.Outputs()) }()
 
 	if err := r.Env.Open(ctx); err != nil {
@@ -50,6 +49,10 @@ func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map
 	out.Ts = res.Time
 	out.Results = res.Metrics
 	out.FailureReason = res.Reason
+	if st.Err != nil && out.Status == environments.SUCCEEDED {
+		out.Status = environments.FAILED
+		out.FailureReason = "reading telemetry: " + st.Err.Error()
+	}
 	if !res.Status.IsCompleted() {
 		out.Status = environments.FAILED
 		out.FailureReason = fmt.Sprintf("the environment finished its run step with status %s instead of a final status", res.Status)

@@ -67,6 +67,9 @@ func formatFloat(f float64, bits int) string {
 	case math.IsInf(f, -1):
 		return "-inf"
 	}
+	if a := math.Abs(f); a == 0 || (a >= 1e-4 && a < 1e21) {
+		return strconv.FormatFloat(f, 'f', -1, bits) // 8358467, not 8.358467e+06
+	}
 	return strconv.FormatFloat(f, 'g', -1, bits)
 }
 

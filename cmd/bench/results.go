@@ -144,7 +144,7 @@ func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format 
 			objs = append(objs, o.Name+":"+o.Direction)
 		}
 		rows = append(rows, []string{e.ID, e.Status.String(), strconv.Itoa(total), strconv.Itoa(e.Trials[environments.SUCCEEDED]),
-			strconv.Itoa(e.Trials[environments.FAILED]+e.Trials[environments.TIMED_OUT]), e.TsStart.Local().Format(time.DateTime), strings.Join(objs, ","), e.Description})
+			strconv.Itoa(e.Trials[environments.FAILED] + e.Trials[environments.TIMED_OUT]), e.TsStart.Local().Format(time.DateTime), strings.Join(objs, ","), e.Description})
 	}
 	return writeRows(w, format, header, rows)
 }

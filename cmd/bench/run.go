@@ -90,7 +90,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	closeLog, err := setupLogging(stderr, l, args.NoProgress)
+	closeLog, err := setupLogging(stderr, l)
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
@@ -171,9 +171,8 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
-// setupLogging sends logs to stderr (and log_file). With a progress bar,
-// stderr gets warnings only unless a level was asked for.
-func setupLogging(stderr io.Writer, l *configs.Launch, noProgress bool) (func(), error) {
+// setupLogging sends logs to stderr (and log_file, at the full level).
+func setupLogging(stderr io.Writer, l *configs.Launch) (func(), error) {
 	level := slog.LevelInfo
 	explicit := l.LogLevel != ""
 	if explicit {
@@ -183,8 +182,10 @@ func setupLogging(stderr io.Writer, l *configs.Launch, noProgress bool) (func(),
 		}
 		level = lv
 	}
+	// The progress bar or the per-trial lines tell what happens; the log on
+	// stderr shows warnings unless a level was asked for.
 	stderrLevel := level
-	if !explicit && !noProgress && isTerminal(stderr) {
+	if !explicit {
 		stderrLevel = slog.LevelWarn
 	}
 	handlers := []slog.Handler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: stderrLevel})}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+// benchBin is the bench binary built once for the end-to-end tests.
+var benchBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bench-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	benchBin = filepath.Join(dir, "bench")
+	out, err := exec.Command("go", "build", "-o", benchBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building bench: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runBench(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(benchBin, args...)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, o.String(), e.String()}
+}
+
+func write(t *testing.T, dir, name, content string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// experiment writes a small benchmark: a LocalEnv whose run script scores
+// x (optionally sleeping, optionally failing) and writes a results CSV.
+func experiment(t *testing.T, runScript string) string {
+	dir := t.TempDir()
+	write(t, dir, "tunables.jsonc", `{"g": {"cost": 1, "params": {
+		"xv": {"type": "int", "range": [0, 100], "default": 50},
+		"mode": {"type": "categorical", "values": ["a", "b"], "default": "a"}}}}`, 0o644)
+	write(t, dir, "env.jsonc", `{
+		"name": "e2e",
+		"class": "mlos_bench.environments.local.LocalEnv",
+		"include_tunables": ["tunables.jsonc"],
+		"config": {
+			"tunable_params": ["g"],
+			"const_args": {"marker_dir": "`+dir+`"},
+			"shell_env_params": ["xv", "mode", "trial_id", "marker_dir"],
+			"run": ["run.sh"],
+			"teardown": ["touch \"$marker_dir/teardown-ran\""],
+			"read_results_file": "results.csv"
+		}
+	}`, 0o644)
+	write(t, dir, "run.sh", "#!/bin/sh\nset -e\n"+runScript+"\nprintf 'metric,value\\nscore,%s\\n' \"$(( (xv - 30) * (xv - 30) ))\" > results.csv\n", 0o755)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "FLAML", "max_suggestions": 12, "seed": 1}}`, 0o644)
+	return dir
+}
+
+func trialRows(t *testing.T, dbPath, exp string) map[int]string {
+	t.Helper()
+	db, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT trial_id, status FROM trial WHERE exp_id = ? ORDER BY trial_id`, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var id int
+		var st string
+		if err := rows.Scan(&id, &st); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := out[id]; dup {
+			t.Fatalf("trial %d stored twice", id)
+		}
+		out[id] = st
+	}
+	return out
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	dir := experiment(t, "")
+	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "E1", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	var sum struct {
+		Trials, Succeeded, BestTrial int
+		BestScores                   map[string]any `json:"best_scores"`
+		Storage                      string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, r.stdout)
+	}
+	if sum.Trials != 12 || sum.Succeeded != 12 || !strings.Contains(sum.Storage, filepath.Join(dir, "bench.sqlite")) {
+		t.Errorf("summary %+v", sum)
+	}
+	if best, _ := sum.BestScores["score"].(float64); best >= 400 {
+		t.Errorf("the optimizer should beat the default (score 400), best %v", sum.BestScores)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "teardown-ran")); err != nil {
+		t.Error("teardown did not run at the end")
+	}
+	// Every output format of bench results.
+	for _, format := range []string{"table", "csv", "json", "markdown"} {
+		r := runBench(t, dir, "results", "--format", format)
+		if r.code != 0 || !strings.Contains(r.stdout, "config.xv") && format != "json" || !strings.Contains(r.stdout, "score") {
+			t.Errorf("results --format %s: exit %d\n%s%s", format, r.code, r.stdout, r.stderr)
+		}
+	}
+	r = runBench(t, dir, "show", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "xv = 50") || !strings.Contains(r.stdout, "Captured output") || !strings.Contains(r.stdout, "run.sh") {
+		t.Errorf("show 1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A rerun resumes: nothing left to do, the stored result is reported.
+	r = runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "E1")
+	if r.code != 0 || !strings.Contains(r.stderr, "resuming") || !strings.Contains(r.stdout, "12 trials") || !strings.Contains(r.stdout, "0 run now") {
+		t.Errorf("rerun: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(trialRows(t, filepath.Join(dir, "bench.sqlite"), "E1")); n != 12 {
+		t.Errorf("%d trials stored, want 12", n)
+	}
+}
+
+// TestKillAndResume kills bench with SIGKILL in the middle of an experiment,
+// reruns it, and checks that every planned trial is stored exactly once.
+func TestKillAndResume(t *testing.T) {
+	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"; sleep 0.3`)
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "K", "--no-progress"}
+	cmd := exec.Command(benchBin, args...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the fifth trial has started, then kill bench outright.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(filepath.Join(dir, "started"))
+		if strings.Count(string(data), "\n") >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("trials did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	before := trialRows(t, filepath.Join(dir, "bench.sqlite"), "K")
+	if len(before) == 0 || len(before) >= 12 {
+		t.Fatalf("after the kill: %v", before)
+	}
+	r := runBench(t, dir, args...)
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	after := trialRows(t, filepath.Join(dir, "bench.sqlite"), "K")
+	if len(after) != 12 {
+		t.Fatalf("want the 12 planned trials, got %d: %v", len(after), after)
+	}
+	for id := 1; id <= 12; id++ {
+		if after[id] != "SUCCEEDED" {
+			t.Errorf("trial %d: %q", id, after[id])
+		}
+	}
+	for id, st := range before {
+		if st == "SUCCEEDED" && after[id] != "SUCCEEDED" {
+			t.Errorf("trial %d finished before the kill but changed", id)
+		}
+	}
+}
+
+func TestInterruptExits130(t *testing.T) {
+	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"; sleep 30`)
+	cmd := exec.Command(benchBin, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "I", "--no-progress")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("want exit 130, got %v\n%s", err, stderr.String())
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the running trial was not stopped promptly: %v", took)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "teardown-ran")); err != nil {
+		t.Error("teardown must run after an interruption")
+	}
+	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "I")
+	if len(rows) != 1 || rows[1] == "SUCCEEDED" {
+		t.Errorf("the interrupted trial stays unfinished for the resume: %v", rows)
+	}
+	// No process of the trial survives.
+	out, _ := exec.Command("pgrep", "-f", "sleep 30").Output()
+	for _, pid := range strings.Fields(string(out)) {
+		if cwd, err := os.Readlink("/proc/" + pid + "/cwd"); err == nil && strings.HasPrefix(cwd, os.TempDir()) && strings.Contains(cwd, "bench-e2e") {
+			t.Errorf("process %s of the trial survived", pid)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := experiment(t, "")
+	write(t, dir, "broken.jsonc", "{\n  \"name\": \"b\",\n  \"class\": \"mlos_bench.environments.local.LocalEnv\",\n  \"config\": {\"run\": \"not-a-list\"}\n}", 0o644)
+	failing := experiment(t, "exit 3")
+	cases := []struct {
+		name string
+		dir  string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no environment", dir, []string{"run"}, 2, "no environment config"},
+		{"dangling global", dir, []string{"--environment", "env.jsonc", "--max_suggestions"}, 2, "has no value"},
+		{"invalid config", dir, []string{"--environment", "broken.jsonc"}, 2, "broken.jsonc:4:"},
+		{"missing file", dir, []string{"--environment", "nope.jsonc"}, 2, "nope.jsonc"},
+		{"every trial fails", failing, []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "3"}, 1, "no trial succeeded"},
+		{"unknown subcommand", dir, []string{"frobnicate"}, 2, "unknown command"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runBench(t, tc.dir, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("exit %d (want %d), stderr:\n%s", r.code, tc.code, r.stderr)
+			}
+		})
+	}
+	// The failed trials keep their reason.
+	r := runBench(t, failing, "results", "--format", "csv")
+	if !strings.Contains(r.stdout, "FAILED") || !strings.Contains(r.stdout, "exit") {
+		t.Errorf("failure reasons: %s", r.stdout)
+	}
+}
+
+func TestValidateCommand(t *testing.T) {
+	dir := experiment(t, "")
+	r := runBench(t, dir, "validate", ".")
+	if r.code != 0 {
+		t.Fatalf("valid folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	write(t, dir, "bad/env.jsonc", "{\n  \"name\": \"x\",\n  \"class\": \"mlos_bench.environments.local.LocalEnv\",\n  \"include_tunables\": [\"missing-tunables.jsonc\"],\n  \"config\": {\"tunable_params\": [\"nogroup\"], \"run\": [\"true\"]}\n}", 0o644)
+	write(t, dir, "bad/tunables.jsonc", `{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 10], "default": 11}}}}`, 0o644)
+	write(t, dir, "bad/syntax.jsonc", "{\"a\": 1,, }", 0o644)
+	r = runBench(t, dir, "validate", "bad")
+	if r.code != 1 {
+		t.Fatalf("invalid folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		`bad/env.jsonc:4:`, `missing-tunables.jsonc" not found`,
+		`"nogroup" is referenced but not defined`,
+		`bad/tunables.jsonc:1:`, `/g/params/x/default`,
+		`bad/syntax.jsonc:1:9: syntax error`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("missing %q in:\n%s", want, r.stdout)
+		}
+	}
+	r = runBench(t, dir, "validate", "--format", "json", "bad")
+	var rep struct{ Problems []map[string]any }
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Problems) < 4 {
+		t.Errorf("json report: %v %s", err, r.stdout)
+	}
+	if r := runBench(t, dir, "validate", "--kind", "nonsense", "."); r.code != 2 {
+		t.Errorf("bad --kind: exit %d", r.code)
+	}
+	if r := runBench(t, dir, "validate"); r.code != 2 {
+		t.Errorf("no path: exit %d", r.code)
+	}
+}
+
+func TestSchemaExportAndHelp(t *testing.T) {
+	dir := t.TempDir()
+	r := runBench(t, dir, "schema", "export", "schemas")
+	if r.code != 0 {
+		t.Fatalf("exit %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "schemas", "mlos-bench-config-schema.json")); err != nil {
+		t.Error(err)
+	}
+	r = runBench(t, dir, "run", "--help")
+	for _, opt := range []string{"--config", "--environment", "--trial_config_repeat_count, --trial-config-repeat-count", "--no_teardown", "Exit codes"} {
+		if !strings.Contains(r.stdout, opt) {
+			t.Errorf("run --help lacks %q", opt)
+		}
+	}
+	if r := runBench(t, dir, "--help"); r.code != 0 || !strings.Contains(r.stdout, "validate") {
+		t.Errorf("--help: %d %s", r.code, r.stdout)
+	}
+}

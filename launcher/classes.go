@@ -1,0 +1,9 @@
+package launcher
+
+// Every environment and service class, registered by its package.
+import (
+	_ "github.com/benchtune/bench/environments/all"
+	_ "github.com/benchtune/bench/services/aws"
+	_ "github.com/benchtune/bench/services/local"
+	_ "github.com/benchtune/bench/services/ssh"
+)
