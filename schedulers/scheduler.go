@@ -54,6 +54,13 @@ type Scheduler struct {
 
 	lastTrialID int
 	nextRunner  int
+	// queued holds the trials queued by this process, not yet run; fresh
+	// the results finished since the optimizer last saw results. After the
+	// warm-up (which reads storage), the loop works from these instead of
+	// re-reading storage for every trial.
+	queued []storage.Trial
+	fresh  []optimizers.Prior
+	warm   bool
 	trialCount  int // trials of the experiment, queued or finished
 	stats       Stats
 }
@@ -126,10 +133,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			if err := s.runSchedule(ctx, warmUp); err != nil {
 				return err
 			}
-			warmUp = false
 			if err := s.registerResults(ctx); err != nil {
 				return err
 			}
+			warmUp = false
 			if !s.notDone() {
 				return nil
 			}
@@ -187,8 +194,20 @@ func (s *Scheduler) notDone() bool {
 }
 
 // registerResults feeds the trials finished since the last call to the
-// optimizer (all of them on the first call: the warm start of a resume).
+// optimizer. The first call reads them from storage (the warm start of a
+// resume, and the trials of the warm-up); later calls use the outcomes this
+// process just stored.
 func (s *Scheduler) registerResults(ctx context.Context) error {
+	if s.warm {
+		priors := s.fresh
+		s.fresh = nil
+		if len(priors) == 0 {
+			return nil
+		}
+		return s.opt.BulkRegister(priors)
+	}
+	s.warm = true
+	s.fresh = nil
 	done, err := s.exp.CompletedTrials(ctx, s.lastTrialID)
 	if err != nil {
 		return err
@@ -228,14 +247,19 @@ func (s *Scheduler) queue(ctx context.Context, tun *tunables.Groups) error {
 		m["repeat_i"] = strconv.Itoa(r)
 		runner := s.runners[s.nextRunner]
 		s.nextRunner = (s.nextRunner + 1) % len(s.runners)
-		if _, err := s.exp.NewTrial(ctx, storage.TrialSpec{
+		t, err := s.exp.NewTrial(ctx, storage.TrialSpec{
 			ConfigHash:    tun.Hash(),
 			Params:        tun.StringValues(),
 			Metadata:      m,
 			TrialRunnerID: runner.ID,
-		}); err != nil {
+			// Trials run one after another as soon as they are queued: the
+			// first is recorded as started in the same transaction.
+			Running: r == 1,
+		})
+		if err != nil {
 			return err
 		}
+		s.queued = append(s.queued, t)
 		s.trialCount++
 	}
 	return nil
@@ -262,9 +286,16 @@ func (s *Scheduler) requeueConfig(ctx context.Context, configID int) error {
 // runSchedule runs the queued trials (on warm-up also the ones left
 // READY or RUNNING by an interrupted run).
 func (s *Scheduler) runSchedule(ctx context.Context, running bool) error {
-	pending, err := s.exp.PendingTrials(ctx)
-	if err != nil {
-		return err
+	var pending []storage.Trial
+	if s.warm {
+		pending, s.queued = s.queued, nil
+		running = true // queued by this process: all of them run
+	} else {
+		var err error
+		if pending, err = s.exp.PendingTrials(ctx); err != nil {
+			return err
+		}
+		s.queued = nil
 	}
 	for _, t := range pending {
 		if !running && t.Status != environments.PENDING {
@@ -320,8 +351,10 @@ func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage
 	globals["trial_runner_id"] = int64(runner.ID)
 
 	s.stats.Run++
-	if err := s.exp.UpdateStatus(ctx, t.ID, environments.RUNNING, time.Time{}); err != nil {
-		return err
+	if !(s.warm && t.Status == environments.RUNNING) { // else NewTrial recorded the start just now
+		if err := s.exp.UpdateStatus(ctx, t.ID, environments.RUNNING, time.Time{}); err != nil {
+			return err
+		}
 	}
 	outcome := runner.Run(ctx, tun, globals)
 	if ctx.Err() != nil {
@@ -364,6 +397,9 @@ func scoreOf(opt optimizers.Optimizer, results map[string]any) ([]float64, error
 func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage.TrialOutcome, scores []float64) error {
 	if err := s.exp.Finish(context.WithoutCancel(ctx), t.ID, outcome); err != nil {
 		return fmt.Errorf("storing the outcome of trial %d: %w", t.ID, err)
+	}
+	if outcome.Status != environments.CANCELED {
+		s.fresh = append(s.fresh, optimizers.Prior{Values: stringValues(t.Params), Status: outcome.Status, Results: outcome.Results})
 	}
 	switch outcome.Status {
 	case environments.SUCCEEDED:

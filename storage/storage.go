@@ -166,6 +166,10 @@ type TrialSpec struct {
 	TrialRunnerID int
 	// TsStart is when the trial is queued; zero means now.
 	TsStart time.Time
+	// Running records the trial as started right away (status RUNNING after
+	// PENDING in its history), saving the separate UpdateStatus call of a
+	// trial that runs as soon as it is queued.
+	Running bool
 }
 
 // Trial is a stored trial.

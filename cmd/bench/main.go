@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,6 +80,16 @@ func isRunShorthand(args []string) bool {
 }
 
 func main() {
+	// BENCH_CPUPROFILE=file writes a CPU profile (for developing bench).
+	if f := os.Getenv("BENCH_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err == nil && pprof.StartCPUProfile(out) == nil {
+			code := run(os.Args[1:])
+			pprof.StopCPUProfile()
+			out.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

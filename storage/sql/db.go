@@ -16,8 +16,79 @@ type querier interface {
 // runner runs the statements of one transaction (or of the pool), in the
 // dialect's placeholder syntax, logging them when log_sql is set.
 type runner struct {
-	s *Store
-	q querier
+	s  *Store
+	q  querier
+	tx *dbsql.Tx // the transaction q is, if any
+	db *dbsql.DB // the pool the transaction belongs to
+}
+
+// maxCachedStmts bounds the prepared-statement cache (multi-row INSERTs
+// make a statement per row count).
+const maxCachedStmts = 256
+
+// stmt returns q prepared on the transaction's connection, reusing a
+// statement prepared earlier: SQLite then parses each statement once per
+// process instead of once per call, which is most of a trial's storage
+// cost. It returns nil when q should run unprepared: the first time a
+// query is seen it is only noted, and prepared after the transaction ends
+// (preparing needs a connection, and the transaction may hold the only
+// one).
+func (r runner) stmt(ctx context.Context, q string) *dbsql.Stmt {
+	if r.tx == nil || r.db == nil {
+		return nil
+	}
+	key := stmtKey{r.db, q}
+	r.s.stmtMu.Lock()
+	defer r.s.stmtMu.Unlock()
+	st, ok := r.s.stmts[key]
+	if !ok {
+		if len(r.s.stmts)+len(r.s.wanted) < maxCachedStmts {
+			if r.s.wanted == nil {
+				r.s.wanted = map[stmtKey]bool{}
+			}
+			r.s.wanted[key] = true
+		}
+		return nil
+	}
+	return r.tx.StmtContext(ctx, st)
+}
+
+// prepareWanted prepares the statements noted by stmt for db; it runs
+// right after a transaction on db ended. Statements are prepared without
+// holding stmtMu, so that other transactions are never blocked behind a
+// connection this one waits for.
+func (s *Store) prepareWanted(ctx context.Context, db *dbsql.DB) {
+	s.stmtMu.Lock()
+	var keys []stmtKey
+	for key := range s.wanted {
+		if key.db == db {
+			keys = append(keys, key)
+			delete(s.wanted, key)
+		}
+	}
+	s.stmtMu.Unlock()
+	for _, key := range keys {
+		st, err := db.PrepareContext(ctx, key.q)
+		if err != nil {
+			continue // it keeps running unprepared
+		}
+		s.stmtMu.Lock()
+		if _, dup := s.stmts[key]; dup {
+			s.stmtMu.Unlock()
+			st.Close()
+			continue
+		}
+		if s.stmts == nil {
+			s.stmts = map[stmtKey]*dbsql.Stmt{}
+		}
+		s.stmts[key] = st
+		s.stmtMu.Unlock()
+	}
+}
+
+type stmtKey struct {
+	db *dbsql.DB
+	q  string
 }
 
 func (r runner) prep(ctx context.Context, q string, args []any) string {
@@ -29,17 +100,31 @@ func (r runner) prep(ctx context.Context, q string, args []any) string {
 }
 
 func (r runner) exec(ctx context.Context, q string, args ...any) (dbsql.Result, error) {
-	res, err := r.q.ExecContext(ctx, r.prep(ctx, q, args), args...)
+	q = r.prep(ctx, q, args)
+	if st := r.stmt(ctx, q); st != nil {
+		res, err := st.ExecContext(ctx, args...)
+		return res, r.s.scrub(err)
+	}
+	res, err := r.q.ExecContext(ctx, q, args...)
 	return res, r.s.scrub(err)
 }
 
 func (r runner) query(ctx context.Context, q string, args ...any) (*dbsql.Rows, error) {
-	rows, err := r.q.QueryContext(ctx, r.prep(ctx, q, args), args...)
+	q = r.prep(ctx, q, args)
+	if st := r.stmt(ctx, q); st != nil {
+		rows, err := st.QueryContext(ctx, args...)
+		return rows, r.s.scrub(err)
+	}
+	rows, err := r.q.QueryContext(ctx, q, args...)
 	return rows, r.s.scrub(err)
 }
 
 func (r runner) queryRow(ctx context.Context, q string, args ...any) *dbsql.Row {
-	return r.q.QueryRowContext(ctx, r.prep(ctx, q, args), args...)
+	q = r.prep(ctx, q, args)
+	if st := r.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return r.q.QueryRowContext(ctx, q, args...)
 }
 
 // each runs q and calls fn for every row; the rows are closed before it
@@ -101,13 +186,14 @@ func (s *Store) write(ctx context.Context, fn func(r runner) error) error {
 	if err != nil {
 		return fmt.Errorf("storage: begin transaction on %s: %w", s.describe, s.scrub(err))
 	}
-	if err := fn(runner{s: s, q: tx}); err != nil {
+	if err := fn(runner{s: s, q: tx, tx: tx, db: s.wdb}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("storage: commit on %s: %w", s.describe, s.scrub(err))
 	}
+	s.prepareWanted(ctx, s.wdb)
 	return nil
 }
 
@@ -121,6 +207,8 @@ func (s *Store) read(ctx context.Context, fn func(r runner) error) error {
 	if err != nil {
 		return fmt.Errorf("storage: begin read transaction on %s: %w", s.describe, s.scrub(err))
 	}
-	defer func() { _ = tx.Rollback() }()
-	return fn(runner{s: s, q: tx})
+	err = fn(runner{s: s, q: tx, tx: tx, db: s.db})
+	_ = tx.Rollback()
+	s.prepareWanted(ctx, s.db)
+	return err
 }

@@ -64,6 +64,10 @@ type Store struct {
 
 	schemaMu    sync.Mutex
 	schemaReady bool
+
+	stmtMu sync.Mutex
+	stmts  map[stmtKey]*dbsql.Stmt
+	wanted map[stmtKey]bool
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -289,6 +293,12 @@ func (s *Store) Describe() string { return s.describe }
 // Close closes the database.
 func (s *Store) Close() error {
 	var errs []error
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.db != nil {
 		errs = append(errs, s.db.Close())
 	}

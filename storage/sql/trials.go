@@ -34,11 +34,15 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 	hash = clean(hash)
 	ts := normTime(spec.TsStart)
 	first := max(e.info.FirstTrialID, 1)
+	status := environments.PENDING
+	if spec.Running {
+		status = environments.RUNNING
+	}
 	trial := storage.Trial{
 		ExperimentID:  e.info.ID,
 		ConfigHash:    hash,
 		TrialRunnerID: spec.TrialRunnerID,
-		Status:        environments.PENDING,
+		Status:        status,
 		TsStart:       ts,
 		Params:        params,
 		Metadata:      meta,
@@ -69,7 +73,7 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 			runner = spec.TrialRunnerID
 		}
 		if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status) VALUES (?, ?, ?, ?, ?, ?)`,
-			e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), environments.PENDING.String()); err != nil {
+			e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), trial.Status.String()); err != nil {
 			return fmt.Errorf("storage: new trial %d of %q: %w", trial.ID, e.info.ID, err)
 		}
 		rows := make([][]any, 0, len(meta))
@@ -79,7 +83,13 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 		if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
 			return err
 		}
-		return e.addHistory(ctx, r, trial.ID, environments.PENDING, ts)
+		if err := e.addHistory(ctx, r, trial.ID, environments.PENDING, ts); err != nil {
+			return err
+		}
+		if spec.Running {
+			return e.addHistory(ctx, r, trial.ID, environments.RUNNING, ts)
+		}
+		return nil
 	})
 	if err != nil {
 		return storage.Trial{}, err
