@@ -58,11 +58,11 @@ type Scheduler struct {
 	// the results finished since the optimizer last saw results. After the
 	// warm-up (which reads storage), the loop works from these instead of
 	// re-reading storage for every trial.
-	queued []storage.Trial
-	fresh  []optimizers.Prior
-	warm   bool
-	trialCount  int // trials of the experiment, queued or finished
-	stats       Stats
+	queued     []storage.Trial
+	fresh      []optimizers.Prior
+	warm       bool
+	trialCount int // trials of the experiment, queued or finished
+	stats      Stats
 }
 
 // Stats summarizes what a Start call did.
