@@ -387,7 +387,7 @@ func (s *S3FileShareService) downloadFile(ctx context.Context, key, localPath st
 	})
 	if _, err := down.Download(ctx, tmp, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}); err != nil {
 		if isNotFound(err) {
-			return fmt.Errorf("S3 download: %s does not exist: %w", s.url(key), errors.Join(fs.ErrNotExist, err))
+			return fmt.Errorf("S3 download: %s does not exist: %w", s.url(key), fs.ErrNotExist)
 		}
 		return fmt.Errorf("S3 download of %s: %w", s.url(key), err)
 	}
