@@ -4,6 +4,7 @@ package launcher
 import (
 	_ "github.com/benchtune/bench/environments/all"
 	_ "github.com/benchtune/bench/services/aws"
+	_ "github.com/benchtune/bench/services/azure"
 	_ "github.com/benchtune/bench/services/local"
 	_ "github.com/benchtune/bench/services/ssh"
 )
