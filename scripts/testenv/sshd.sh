@@ -45,7 +45,9 @@ stop() {
 }
 
 install_openssh() {
-  if [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null && command -v ssh >/dev/null; then
+  # curl: the remote end-to-end tests use it on the SSH host as the host's
+  # own S3 client.
+  if [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null && command -v ssh >/dev/null && command -v curl >/dev/null; then
     return 0
   fi
   [ "$(id -u)" = 0 ] || die "openssh-server is not installed and installing it needs root: apt-get install openssh-server openssh-client"
@@ -59,9 +61,9 @@ install_openssh() {
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && ours=1
   fi
-  if ! "${apt[@]}" install --no-install-recommends openssh-server openssh-client >&2; then
+  if ! "${apt[@]}" install --no-install-recommends openssh-server openssh-client curl >&2; then
     "${apt[@]}" update >&2
-    "${apt[@]}" install --no-install-recommends openssh-server openssh-client >&2
+    "${apt[@]}" install --no-install-recommends openssh-server openssh-client curl >&2
   fi
   [ "$ours" = 1 ] && rm -f "$policy"
   [ -x /usr/sbin/sshd ] || die "openssh-server installed but /usr/sbin/sshd is missing"
