@@ -9,6 +9,7 @@ import (
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/optimizers/internal/algo"
+	"github.com/benchtune/bench/optimizers/internal/pareto"
 	"github.com/benchtune/bench/optimizers/localsearch"
 	"github.com/benchtune/bench/tunables"
 )
@@ -234,3 +235,46 @@ func (r *randomEngine) Suggest(k int, pending []tunables.Point) ([]tunables.Poin
 	}
 	return out, nil
 }
+
+// SuggestBatch returns k distinct configurations at once (one per idle
+// trial runner): the engine spreads them out (the Bayesian optimizer with
+// the Kriging believer, the local search along different directions), and
+// none repeats a configuration still pending.
+func (m *MlosCore) SuggestBatch(ctx context.Context, k int) ([]*tunables.Groups, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("%s: asked for %d suggestions", m.name, k)
+	}
+	var out []*tunables.Groups
+	if m.startWithDefaults {
+		t, err := m.Suggest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		k--
+	}
+	if k == 0 {
+		return out, nil
+	}
+	pts, err := m.eng.Suggest(k, m.pending)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	for _, p := range pts {
+		vals, err := m.space.Decode(p)
+		if err != nil {
+			return nil, err
+		}
+		tun := m.next()
+		if err := tun.Assign(vals); err != nil {
+			return nil, err
+		}
+		m.pending = append(m.pending, m.space.Snap(p))
+		out = append(out, tun)
+	}
+	return out, nil
+}
+
+// ParetoFront returns the indexes of the non-dominated rows of scores (all
+// minimized; negate maximized targets first).
+func ParetoFront(scores [][]float64) []int { return pareto.Front(scores) }

@@ -289,3 +289,40 @@ func TestBulkRegisterWarmStart(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestSuggestBatchDistinct(t *testing.T) {
+	for _, typ := range []string{"SMAC", "FLAML", "RANDOM"} {
+		t.Run(typ, func(t *testing.T) {
+			o := newOpt(t, "mlos_bench.optimizers.MlosCoreOptimizer", `{"optimizer_type": "`+typ+`", "max_suggestions": 50}`).(*MlosCore)
+			seen := map[string]bool{}
+			for round := 0; round < 3; round++ {
+				batch, err := o.SuggestBatch(context.Background(), 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(batch) != 4 {
+					t.Fatalf("got %d suggestions", len(batch))
+				}
+				for _, tun := range batch {
+					if seen[tun.Hash()] {
+						t.Fatalf("round %d: %v suggested twice while pending", round, tun.Values())
+					}
+					seen[tun.Hash()] = true
+				}
+				// Register only half: the others stay pending.
+				for _, tun := range batch[:2] {
+					if _, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestParetoFront(t *testing.T) {
+	got := ParetoFront([][]float64{{1, 5}, {2, 2}, {3, 3}, {5, 1}, {1, 6}})
+	if diff := cmp.Diff([]int{0, 1, 3}, got); diff != "" {
+		t.Error(diff)
+	}
+}

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -345,4 +347,64 @@ func TestSchemaExportAndHelp(t *testing.T) {
 	if r := runBench(t, dir, "--help"); r.code != 0 || !strings.Contains(r.stdout, "validate") {
 		t.Errorf("--help: %d %s", r.code, r.stdout)
 	}
+}
+
+func TestMultiObjectivePareto(t *testing.T) {
+	dir := experiment(t, `echo "metric,value" > extra.csv`)
+	// Two objectives in conflict: score wants xv near 30, cost wants xv low.
+	write(t, dir, "run.sh", "#!/bin/sh\nset -e\nprintf 'metric,value\\nscore,%s\\ncost,%s\\n' \"$(( (xv - 30) * (xv - 30) ))\" \"$xv\" > results.csv\n", 0o755)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "SMAC", "max_suggestions": 15, "seed": 2,
+		           "optimization_targets": {"score": "min", "cost": "min"}}}`, 0o644)
+	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "MO")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	all := csvRows(t, runBench(t, dir, "results", "--format", "csv").stdout)
+	front := csvRows(t, runBench(t, dir, "results", "--format", "csv", "--pareto").stdout)
+	if len(front) == 0 || len(front) >= len(all) {
+		t.Fatalf("front of %d trials out of %d", len(front), len(all))
+	}
+	inFront := map[string]bool{}
+	for _, f := range front {
+		inFront[f["trial"]] = true
+	}
+	for _, a := range all {
+		dominated := false
+		for _, b := range all {
+			as, ac := atof(t, a["result.score"]), atof(t, a["result.cost"])
+			bs, bc := atof(t, b["result.score"]), atof(t, b["result.cost"])
+			if bs <= as && bc <= ac && (bs < as || bc < ac) {
+				dominated = true
+			}
+		}
+		if dominated == inFront[a["trial"]] {
+			t.Errorf("trial %s (score %s, cost %s): dominated=%v but in front=%v", a["trial"], a["result.score"], a["result.cost"], dominated, inFront[a["trial"]])
+		}
+	}
+}
+
+func csvRows(t *testing.T, text string) []map[string]string {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil || len(recs) < 1 {
+		t.Fatalf("bad CSV %v:\n%s", err, text)
+	}
+	var out []map[string]string
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func atof(t *testing.T, s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return f
 }

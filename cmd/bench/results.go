@@ -18,6 +18,7 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/launcher"
+	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -78,13 +79,15 @@ func (f *storageFlags) open(ctx context.Context) (storage.Storage, storage.Exper
 func newResultsCmd() *cobra.Command {
 	var sf storageFlags
 	var format string
-	var list bool
+	var list, front bool
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Show an experiment's trials with their parameters and results",
 		Long: `Show the trials of an experiment: id, status, the tunable values (config.*)
 and the results (result.*), as a table, CSV, JSON or Markdown. With --list,
-show the experiments in the storage instead.`,
+show the experiments in the storage instead. With --pareto, show only the
+successful trials on the Pareto front of the experiment's objectives (the
+trials no other trial beats on every objective).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch format {
@@ -105,12 +108,16 @@ show the experiments in the storage instead.`,
 			if err != nil {
 				return err
 			}
+			if front {
+				trials = paretoTrials(exp.Info().Objectives, trials)
+			}
 			return writeTrials(cmd.OutOrStdout(), exp.Info(), trials, format)
 		},
 	}
 	sf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "table", "table, csv, json or markdown")
 	cmd.Flags().BoolVar(&list, "list", false, "list the experiments instead")
+	cmd.Flags().BoolVar(&front, "pareto", false, "only the trials on the Pareto front of the objectives")
 	return cmd
 }
 
@@ -268,5 +275,38 @@ func mapStrings(in []string, f func(string) string) []string {
 	for i, s := range in {
 		out[i] = f(s)
 	}
+	return out
+}
+
+// paretoTrials keeps the successful trials that no other successful trial
+// dominates on the objectives.
+func paretoTrials(objs []storage.Objective, trials []storage.Trial) []storage.Trial {
+	var cands []storage.Trial
+	var scores [][]float64
+	for _, t := range trials {
+		if t.Status != environments.SUCCEEDED {
+			continue
+		}
+		row := make([]float64, 0, len(objs))
+		for _, o := range objs {
+			f, ok := t.Results.Float(o.Name)
+			if !ok {
+				break
+			}
+			if o.Direction == "max" {
+				f = -f
+			}
+			row = append(row, f)
+		}
+		if len(row) == len(objs) {
+			cands = append(cands, t)
+			scores = append(scores, row)
+		}
+	}
+	var out []storage.Trial
+	for _, i := range optimizers.ParetoFront(scores) {
+		out = append(out, cands[i])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
