@@ -242,3 +242,35 @@ func BenchmarkValidateCorpus(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(cases)), "ns/file")
 }
+
+// BenchmarkParseCorpus is the baseline of BenchmarkValidateCorpus: reading
+// and parsing the same files as JSON5, without validating them. The ratio
+// of the two is what validation adds.
+func BenchmarkParseCorpus(b *testing.B) {
+	cases := loadCorpus(b)
+	files := make([]string, len(cases))
+	for i, tc := range cases {
+		files[i] = tc.doc.File
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, f := range files {
+			if _, err := source.ReadFile(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(files)), "ns/file")
+}
+
+// BenchmarkCompileSchemas measures compiling every embedded schema, which
+// a process does once (the first validation pays it).
+func BenchmarkCompileSchemas(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := compileAll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
