@@ -2,6 +2,7 @@ package optimizers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -18,8 +19,11 @@ func init() {
 	Register(newMlosCore, names("mlos_core_optimizer", "MlosCoreOptimizer")...)
 }
 
-// DefaultOptimizerType is used when optimizer_type is not set.
-const DefaultOptimizerType = "FLAML"
+// DefaultOptimizerType is used when optimizer_type is not set. mlos_bench
+// defaults to FLAML; bench defaults to the Bayesian optimizer because it
+// finds better configurations at 20 and 50 evaluations on every test
+// function of bench/optbench (docs/optimizers-algorithms.md).
+const DefaultOptimizerType = "SMAC"
 
 // engine is a search algorithm over the normalized space.
 type engine interface {
@@ -61,6 +65,7 @@ type MlosCore struct {
 	space   *tunables.Space
 	eng     engine
 	pending []tunables.Point
+	seen    map[string]bool // configurations already observed (snapped points)
 }
 
 func newMlosCore(spec Spec) (Optimizer, error) {
@@ -129,12 +134,9 @@ func (m *MlosCore) Suggest(ctx context.Context) (*tunables.Groups, error) {
 		m.pending = append(m.pending, p)
 		return tun, nil
 	}
-	pts, err := m.eng.Suggest(1, m.pending)
+	pts, err := m.distinct(1)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.name, err)
-	}
-	if len(pts) == 0 {
-		return nil, fmt.Errorf("%s: no suggestion", m.name)
+		return nil, err
 	}
 	vals, err := m.space.Decode(pts[0])
 	if err != nil {
@@ -143,8 +145,59 @@ func (m *MlosCore) Suggest(ctx context.Context) (*tunables.Groups, error) {
 	if err := tun.Assign(vals); err != nil {
 		return nil, err
 	}
-	m.pending = append(m.pending, m.space.Snap(pts[0]))
+	m.pending = append(m.pending, pts[0])
 	return tun, nil
+}
+
+// maxRetries bounds how often distinct asks the engine again for a point
+// that is not a duplicate.
+const maxRetries = 25
+
+// distinct asks the engine for k points whose configurations are neither
+// pending nor already observed. Several unit coordinates can make one
+// configuration (an int on a log scale is rounded after the engine chose a
+// continuous coordinate; a numeric coordinate is ignored while a special
+// value is chosen), so a raw point the engine considers new may repeat a
+// configuration: it is then handed back to the engine as pending and the
+// engine asked again. When the space seems exhausted, repeats are allowed.
+// The returned points are snapped.
+func (m *MlosCore) distinct(k int) ([]tunables.Point, error) {
+	taken := map[string]bool{}
+	for _, p := range m.pending {
+		taken[pointKey(p)] = true
+	}
+	avoid := append([]tunables.Point(nil), m.pending...)
+	var out, dups []tunables.Point
+	for try := 0; len(out) < k && try < maxRetries; try++ {
+		pts, err := m.eng.Suggest(k-len(out), avoid)
+		if err != nil {
+			if errors.Is(err, algo.ErrExhausted) && len(out)+len(dups) > 0 {
+				break
+			}
+			return nil, fmt.Errorf("%s: %w", m.name, err)
+		}
+		if len(pts) == 0 {
+			break
+		}
+		for _, p := range pts {
+			q := m.space.Snap(p)
+			key := pointKey(q)
+			avoid = append(avoid, p)
+			if taken[key] || m.seen[key] {
+				dups = append(dups, q)
+				continue
+			}
+			taken[key] = true
+			out = append(out, q)
+		}
+	}
+	for len(out) < k && len(dups) > 0 { // nothing new left: repeat
+		out, dups = append(out, dups[0]), dups[1:]
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no suggestion", m.name)
+	}
+	return out, nil
 }
 
 // Register feeds a result to the engine.
@@ -158,6 +211,10 @@ func (m *MlosCore) Register(tun *tunables.Groups, status environments.Status, re
 		return nil, err
 	}
 	m.dropPending(p)
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	m.seen[pointKey(p)] = true
 	if err := m.eng.Observe(algo.Observation{X: p, Y: scores}); err != nil {
 		return nil, err
 	}
@@ -256,9 +313,9 @@ func (m *MlosCore) SuggestBatch(ctx context.Context, k int) ([]*tunables.Groups,
 	if k == 0 {
 		return out, nil
 	}
-	pts, err := m.eng.Suggest(k, m.pending)
+	pts, err := m.distinct(k)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.name, err)
+		return nil, err
 	}
 	for _, p := range pts {
 		vals, err := m.space.Decode(p)
@@ -269,7 +326,7 @@ func (m *MlosCore) SuggestBatch(ctx context.Context, k int) ([]*tunables.Groups,
 		if err := tun.Assign(vals); err != nil {
 			return nil, err
 		}
-		m.pending = append(m.pending, m.space.Snap(p))
+		m.pending = append(m.pending, p)
 		out = append(out, tun)
 	}
 	return out, nil

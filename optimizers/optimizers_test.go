@@ -326,3 +326,39 @@ func TestParetoFront(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// TestNoRepeatsOnLogIntsAndSpecials: several unit coordinates make one
+// configuration (ints on a log scale, numeric values ignored under a
+// special value); the optimizer must still suggest new configurations.
+func TestNoRepeatsOnLogIntsAndSpecials(t *testing.T) {
+	g := groups(t, `{"g": {"cost": 1, "params": {
+		"level": {"type": "int", "range": [1, 9], "special": [0], "default": 6},
+		"block_kb": {"type": "int", "range": [16, 4096], "log": true, "default": 256},
+		"workers": {"type": "int", "range": [1, 8], "default": 1},
+		"format": {"type": "categorical", "values": ["gzip", "zlib", "flate"], "default": "gzip"}}}}`)
+	for _, typ := range []string{"SMAC", "FLAML", "RANDOM"} {
+		t.Run(typ, func(t *testing.T) {
+			o, err := New(Spec{Class: "mlos_bench.optimizers.MlosCoreOptimizer", Tunables: g.Copy(),
+				Config: map[string]any{"optimizer_type": typ, "max_suggestions": int64(25), "seed": int64(42)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for o.NotConverged() {
+				tun, err := o.Suggest(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if seen[tun.Hash()] {
+					t.Fatalf("configuration suggested again: %v", tun.Values())
+				}
+				seen[tun.Hash()] = true
+				v := tun.Values()
+				score := 1.5 - 0.15*float64(min(v["workers"].(int64), 2)) + 0.01*float64(v["level"].(int64))
+				if err := o.BulkRegister([]Prior{{Values: v, Status: environments.SUCCEEDED, Results: map[string]any{"score": score}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
