@@ -630,7 +630,8 @@ func TestRemoteExecVanished(t *testing.T) {
 		errc <- err
 	}()
 	live.waitFor(t, "started\n", 20*time.Second)
-	sh(t, e, fmt.Sprintf(`pkill -KILL -s "$(ps -o sid= -p "$(pgrep -f '^sleep %s')")"`, mark))
+	// "started" comes before the sleep: wait for the sleep to exist.
+	sh(t, e, fmt.Sprintf(`for i in $(seq 100); do p=$(pgrep -o -f '^sleep %s') && break; sleep 0.1; done; pkill -KILL -s "$(ps -o sid= -p "$p" | tr -d ' ')"`, mark))
 	select {
 	case err := <-errc:
 		if !errors.Is(err, errVanished) || !strings.Contains(err.Error(), "/.bench/runs/") {
