@@ -408,3 +408,36 @@ func atof(t *testing.T, s string) float64 {
 	}
 	return f
 }
+
+// TestInitialValues checks --tunable_values (the one-shot default run uses
+// them) and --random_init with --random_seed (repeatable random start).
+func TestInitialValues(t *testing.T) {
+	dir := experiment(t, "")
+	write(t, dir, "values.jsonc", `{"xv": 31, "mode": "b"}`, 0o644)
+	r := runBench(t, dir, "--environment", "env.jsonc", "--tunable_values", "values.jsonc", "--experiment_id", "TV", "--format", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"xv": "31"`) || !strings.Contains(r.stdout, `"mode": "b"`) {
+		t.Fatalf("one-shot with --tunable_values: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var first []string
+	for i := 0; i < 2; i++ {
+		r := runBench(t, dir, "--environment", "env.jsonc", "--random-init", "--random-seed", "9", "--experiment_id", "RI"+strconv.Itoa(i), "--format", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d %s", r.code, r.stderr)
+		}
+		var sum struct {
+			BestConfig map[string]string `json:"best_config"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, sum.BestConfig["xv"]+"/"+sum.BestConfig["mode"])
+	}
+	if first[0] != first[1] || first[0] == "50/a" {
+		t.Errorf("--random_init with a seed must give the same random start twice, not the defaults: %v", first)
+	}
+	write(t, dir, "bad-values.jsonc", "{\n  \"xv\": 500\n}", 0o644)
+	r = runBench(t, dir, "--environment", "env.jsonc", "--tunable_values", "bad-values.jsonc")
+	if r.code != 2 || !strings.Contains(r.stderr, "bad-values.jsonc:2:") {
+		t.Errorf("out-of-range value: exit %d\n%s", r.code, r.stderr)
+	}
+}
