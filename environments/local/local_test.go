@@ -551,7 +551,7 @@ func TestRecordedOutput(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if big := outs[2]; !big.Truncated || len(big.Stdout) > 1100 || !strings.Contains(big.Stdout, "bytes omitted") {
+	if big := outs[2]; !big.Truncated || len(big.Stdout) > 1100 || !strings.Contains(big.Stdout, "bytes of output omitted") {
 		t.Errorf("large output not bounded to max_output_bytes: truncated=%v len=%d", big.Truncated, len(big.Stdout))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/shellenv"
 	"io"
 	"log/slog"
 	"math"
@@ -120,14 +121,14 @@ func NewSSMService(ctx context.Context, c SSMConfig) (*SSMService, error) {
 // commands renders the AWS-RunShellScript "commands" parameter: the
 // script with its exported variables, run by the configured shell.
 func (s *SSMService) commands(req services.RemoteExecRequest) ([]string, error) {
-	script, err := buildScript(req.Env, req.Script)
+	script, err := shellenv.Script(req.Env, req.Script)
 	if err != nil {
 		return nil, err
 	}
 	if s.shell == "" {
 		return []string{script}, nil
 	}
-	return []string{s.shell + " -c " + shellQuote(script)}, nil
+	return []string{s.shell + " -c " + shellenv.Quote(script)}, nil
 }
 
 // RemoteExec sends the script to the instance named by the aws_instance_id
@@ -180,7 +181,7 @@ func (s *SSMService) RemoteExec(ctx context.Context, req services.RemoteExecRequ
 	if s.workDir != "" {
 		in.Parameters["workingDirectory"] = []string{s.workDir}
 	}
-	names, _ := sortedEnvNames(req.Env) // checked by commands
+	names, _ := shellenv.Names(req.Env) // checked by commands
 	slog.Debug("ssm: sending a command", "instance", id, "command", name, "lines", len(req.Script), "env", names, "timeout", limit)
 	start := time.Now()
 	out, err := s.client.SendCommand(runCtx, in)

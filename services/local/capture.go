@@ -2,91 +2,11 @@ package local
 
 import (
 	"bytes"
-	"fmt"
+	"github.com/benchtune/bench/internal/capture"
 	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
-
-// capture keeps the first half and the last half of at most limit bytes
-// written to it; the bytes in between are counted and dropped, so memory
-// stays bounded whatever a command prints. It is not safe for concurrent
-// use.
-type capture struct {
-	headMax, tailMax int
-	head             []byte
-	tail             []byte // a ring buffer once it holds tailMax bytes
-	tailStart        int    // the oldest byte of a full ring
-	total            int64
-}
-
-func newCapture(limit int) *capture {
-	h := limit / 2
-	return &capture{headMax: h, tailMax: limit - h}
-}
-
-func (c *capture) Write(p []byte) (int, error) {
-	n := len(p)
-	c.total += int64(n)
-	if room := c.headMax - len(c.head); room > 0 {
-		k := min(room, len(p))
-		c.head = append(c.head, p[:k]...)
-		p = p[k:]
-	}
-	if len(p) == 0 || c.tailMax == 0 {
-		return n, nil
-	}
-	if len(p) >= c.tailMax {
-		c.tail = append(c.tail[:0], p[len(p)-c.tailMax:]...)
-		c.tailStart = 0
-		return n, nil
-	}
-	if room := c.tailMax - len(c.tail); room > 0 {
-		k := min(room, len(p))
-		c.tail = append(c.tail, p[:k]...)
-		p = p[k:]
-	}
-	for len(p) > 0 {
-		k := copy(c.tail[c.tailStart:], p)
-		p = p[k:]
-		c.tailStart = (c.tailStart + k) % c.tailMax
-	}
-	return n, nil
-}
-
-// truncated reports whether bytes were dropped.
-func (c *capture) truncated() bool { return c.total > int64(len(c.head)+len(c.tail)) }
-
-// String returns what was kept, with a marker line in place of the
-// dropped bytes.
-func (c *capture) String() string {
-	tail := make([]byte, 0, len(c.tail))
-	tail = append(tail, c.tail[c.tailStart:]...)
-	tail = append(tail, c.tail[:c.tailStart]...)
-	if !c.truncated() {
-		return string(c.head) + string(tail)
-	}
-	return joinTruncated(string(c.head), string(tail), c.total-int64(len(c.head)+len(tail)))
-}
-
-// joinTruncated puts the marker between a head and a tail, trimming a
-// UTF-8 character cut in two at either edge.
-func joinTruncated(head, tail string, dropped int64) string {
-	for k := 0; k < utf8.UTFMax && head != "" && !utf8.ValidString(head[max(0, len(head)-utf8.UTFMax):]); k++ {
-		head = head[:len(head)-1]
-		dropped++
-	}
-	for k := 0; k < utf8.UTFMax && tail != "" && !utf8.RuneStart(tail[0]); k++ {
-		tail = tail[1:]
-		dropped++
-	}
-	return head + truncMarker(dropped) + tail
-}
-
-func truncMarker(dropped int64) string {
-	return fmt.Sprintf("\n[bench: %d bytes of output omitted]\n", dropped)
-}
 
 // boundConcat joins parts and, when the result is longer than limit,
 // keeps its first and last limit/2 bytes around a marker.
@@ -98,7 +18,7 @@ func boundConcat(parts []string, limit int) (string, bool) {
 	if total <= limit {
 		return strings.Join(parts, ""), false
 	}
-	c := newCapture(limit)
+	c := capture.Limit(limit)
 	for _, p := range parts {
 		_, _ = io.WriteString(c, p)
 	}

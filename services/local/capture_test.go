@@ -2,6 +2,7 @@ package local
 
 import (
 	"bytes"
+	"github.com/benchtune/bench/internal/capture"
 	"strings"
 	"testing"
 
@@ -19,15 +20,15 @@ func TestCapture(t *testing.T) {
 		{"empty", 10, nil, "", false},
 		{"fits", 10, []string{"abc", "def"}, "abcdef", false},
 		{"exactly", 10, []string{"0123456789"}, "0123456789", false},
-		{"one big write", 10, []string{"0123456789abcdef"}, "01234" + truncMarker(6) + "bcdef", true},
-		{"many small writes", 6, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, "abc" + truncMarker(3) + "ghi", true},
-		{"ring wraps", 4, []string{"ab", "cde", "fg", "h", "ijk"}, "ab" + truncMarker(7) + "jk", true},
-		{"odd limit", 5, []string{"abcdefgh"}, "ab" + truncMarker(3) + "fgh", true},
-		{"utf8 edges", 8, []string{"ab€€€€cd"}, "ab" + truncMarker(12) + "cd", true},
+		{"one big write", 10, []string{"0123456789abcdef"}, "01234" + capture.Marker(6) + "bcdef", true},
+		{"many small writes", 6, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, "abc" + capture.Marker(3) + "ghi", true},
+		{"ring wraps", 4, []string{"ab", "cde", "fg", "h", "ijk"}, "ab" + capture.Marker(7) + "jk", true},
+		{"odd limit", 5, []string{"abcdefgh"}, "ab" + capture.Marker(3) + "fgh", true},
+		{"utf8 edges", 8, []string{"ab€€€€cd"}, "ab" + capture.Marker(12) + "cd", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCapture(tc.limit)
+			c := capture.Limit(tc.limit)
 			for _, w := range tc.writes {
 				if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write = %d, %v", n, err)
@@ -36,8 +37,8 @@ func TestCapture(t *testing.T) {
 			if diff := cmp.Diff(tc.want, c.String()); diff != "" {
 				t.Errorf("String (-want +got):\n%s", diff)
 			}
-			if c.truncated() != tc.truncated {
-				t.Errorf("truncated = %t, want %t", c.truncated(), tc.truncated)
+			if c.Truncated() != tc.truncated {
+				t.Errorf("truncated = %t, want %t", c.Truncated(), tc.truncated)
 			}
 		})
 	}
@@ -49,7 +50,7 @@ func TestBoundConcat(t *testing.T) {
 		t.Errorf("boundConcat short = %q, %t", got, trunc)
 	}
 	got, trunc = boundConcat([]string{"aaaa", "bbbb", "cccc"}, 6)
-	if want := "aaa" + truncMarker(6) + "ccc"; got != want || !trunc {
+	if want := "aaa" + capture.Marker(6) + "ccc"; got != want || !trunc {
 		t.Errorf("boundConcat long = %q, %t; want %q", got, trunc, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/capture"
 	"io"
 	"log/slog"
 	"os"
@@ -241,8 +242,8 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line, dir strin
 	}
 	pgid := cmd.Process.Pid
 
-	outCap := newCapture(s.cfg.MaxOutputBytes)
-	errCap := newCapture(s.cfg.MaxOutputBytes)
+	outCap := capture.Limit(s.cfg.MaxOutputBytes)
+	errCap := capture.Limit(s.cfg.MaxOutputBytes)
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go s.pump(&readers, outR, outCap, live)
@@ -294,9 +295,9 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line, dir strin
 	lr.ExitCode = exitCode(cmd.ProcessState)
 	lr.Stdout = outCap.String()
 	lr.Stderr = errCap.String()
-	lr.Truncated = outCap.truncated() || errCap.truncated()
+	lr.Truncated = outCap.Truncated() || errCap.Truncated()
 	log.Debug("local exec: done", "line", idx+1, "exit_code", lr.ExitCode, "duration", lr.Duration,
-		"stdout_bytes", outCap.total, "stderr_bytes", errCap.total)
+		"stdout_bytes", outCap.Total(), "stderr_bytes", errCap.Total())
 	return lr, runErr
 }
 
@@ -315,7 +316,7 @@ func (s *LocalExecService) stop(ctx context.Context, idx int, line string, timeo
 }
 
 // pump copies a stream into its capture and the live writer.
-func (s *LocalExecService) pump(wg *sync.WaitGroup, r *os.File, c *capture, live *liveWriter) {
+func (s *LocalExecService) pump(wg *sync.WaitGroup, r *os.File, c *capture.Buffer, live *liveWriter) {
 	defer wg.Done()
 	var w io.Writer = c
 	var split *lineSplitter

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/capture"
 	"io"
 	"log/slog"
 	"os"
@@ -444,7 +445,7 @@ func TestLocalExecLargeOutputIsBounded(t *testing.T) {
 	}
 	total := len("start\n") + printed + len("\nend\n")
 	allLive := int64(total + len("next\n"))
-	if want := truncMarker(int64(total - limit)); !strings.Contains(l.Stdout, want) {
+	if want := capture.Marker(int64(total - limit)); !strings.Contains(l.Stdout, want) {
 		t.Errorf("the marker %q is missing", want)
 	}
 	if len(res.Stdout) > limit+100 || !strings.HasSuffix(res.Stdout, "end\nnext\n") {

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/capture"
+	"github.com/benchtune/bench/internal/shellenv"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -62,7 +64,7 @@ type run struct {
 	script    string
 	connected bool // a connection was made during this run
 
-	stdout, stderr   *capture
+	stdout, stderr   *capture.Buffer
 	liveOut, liveErr *lineWriter
 	offOut, offErr   int64
 	startedAt        time.Time
@@ -83,7 +85,7 @@ func (s *HostService) RemoteExec(ctx context.Context, req services.RemoteExecReq
 	if err != nil {
 		return services.ExecResult{ExitCode: -1}, fmt.Errorf("SshHostService: %w", err)
 	}
-	script, err := buildScript(req.Env, req.Script)
+	script, err := shellenv.Script(req.Env, req.Script)
 	if err != nil {
 		return services.ExecResult{ExitCode: -1}, fmt.Errorf("SshHostService on %s: %w", t, err)
 	}
@@ -104,15 +106,15 @@ func (s *HostService) RemoteExec(ctx context.Context, req services.RemoteExecReq
 		id:      newRunID(req.CommandName),
 		name:    req.CommandName,
 		script:  script,
-		stdout:  newCapture(tu.headBytes, tu.tailBytes),
-		stderr:  newCapture(tu.headBytes, tu.tailBytes),
+		stdout:  capture.New(tu.headBytes, tu.tailBytes),
+		stderr:  capture.New(tu.headBytes, tu.tailBytes),
 		liveOut: &lineWriter{w: req.Live},
 		liveErr: &lineWriter{w: req.Live},
 	}
 	if r.name == "" {
 		r.name = "command"
 	}
-	envNames, _ := envNames(req.Env) // checked by buildScript
+	envNames, _ := shellenv.Names(req.Env) // checked by buildScript
 	slog.Debug("ssh: running a script", "host", t.addr(), "user", t.user, "command", r.name,
 		"run", r.id, "lines", len(req.Script), "env", envNames, "timeout", limit)
 
@@ -193,7 +195,7 @@ const aliveFn = `alive() { if s=$(ps -o stat= -s "$p" 2>/dev/null); then printf 
 // with no exit file after this check has lost its processes.
 func (r *run) alive(ctx context.Context, c *conn) (bool, error) {
 	cmd := strings.Join([]string{
-		"d=" + shellQuote(r.dir),
+		"d=" + shellenv.Quote(r.dir),
 		`[ -e "$d/exit" ] && { echo alive; exit 0; }`,
 		`p=$(cat "$d/pgid" 2>/dev/null)`,
 		`case "$p" in ''|*[!0-9]*) echo alive; exit 0;; esac`, // started, pgid not yet written
@@ -417,12 +419,12 @@ func writeRemote(sc *sftp.Client, p, content string) error {
 // a second launch exits at once), records its process group, runs the
 // script with its output in files and writes the exit code atomically.
 func (r *run) wrapper() string {
-	d := shellQuote(r.dir)
+	d := shellenv.Quote(r.dir)
 	return strings.Join([]string{
 		"d=" + d,
 		`mkdir "$d/started" 2>/dev/null || exit 0`,
 		`echo $$ >"$d/pgid.tmp" && mv -f "$d/pgid.tmp" "$d/pgid"`,
-		shellQuote(r.svc.cfg.Shell) + ` "$d/script.sh" </dev/null >"$d/stdout" 2>"$d/stderr"`,
+		shellenv.Quote(r.svc.cfg.Shell) + ` "$d/script.sh" </dev/null >"$d/stdout" 2>"$d/stderr"`,
 		`echo $? >"$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"`,
 		"",
 	}, "\n")
@@ -432,7 +434,7 @@ func (r *run) wrapper() string {
 // SSH connection. Launching twice is harmless: the wrapper claims the run.
 func (r *run) start(ctx context.Context, c *conn) error {
 	cmd := strings.Join([]string{
-		"d=" + shellQuote(r.dir),
+		"d=" + shellenv.Quote(r.dir),
 		`[ -d "$d/started" ] && exit 0`,
 		`command -v setsid >/dev/null 2>&1 || { echo 'setsid is not installed on the host (it comes with util-linux)' >&2; exit 127; }`,
 		`setsid /bin/sh "$d/wrapper.sh" </dev/null >>"$d/launch.log" 2>&1 &`,
@@ -510,7 +512,7 @@ func readSmall(sc *sftp.Client, p string) ([]byte, error) {
 const maxReadPerPoll = 16 << 20
 
 // readNew reads the bytes of an output file past *off and hands them on.
-func (r *run) readNew(sc *sftp.Client, name string, off *int64, keep *capture, live *lineWriter) (int64, error) {
+func (r *run) readNew(sc *sftp.Client, name string, off *int64, keep *capture.Buffer, live *lineWriter) (int64, error) {
 	f, err := sc.Open(path.Join(r.dir, name))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -547,7 +549,7 @@ func (r *run) readNew(sc *sftp.Client, name string, off *int64, keep *capture, l
 // period. Zombies waiting to be reaped do not count as left.
 func (r *run) kill(ctx context.Context, c *conn) error {
 	cmd := strings.Join([]string{
-		"d=" + shellQuote(r.dir),
+		"d=" + shellenv.Quote(r.dir),
 		`mkdir "$d/started" 2>/dev/null && exit 0`,
 		`i=0; while [ ! -s "$d/pgid" ] && [ ! -e "$d/exit" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done`,
 		`[ -e "$d/exit" ] && exit 0`,

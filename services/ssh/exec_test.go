@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/capture"
+	"github.com/benchtune/bench/internal/shellenv"
 	"log/slog"
 	"net"
 	"os"
@@ -301,12 +303,12 @@ func TestStartIsIdempotent(t *testing.T) {
 	s := newHost(t, e)
 	counter := ".bench-test-counter-" + uniq(t)
 	t.Cleanup(func() { sh(t, e, "rm -f "+counter) })
-	script, err := buildScript(nil, []string{`n=$(cat ` + counter + ` 2>/dev/null || echo 0); echo $((n+1)) >` + counter, "echo ran"})
+	script, err := shellenv.Script(nil, []string{`n=$(cat ` + counter + ` 2>/dev/null || echo 0); echo $((n+1)) >` + counter, "echo ran"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &run{svc: s, t: mustTarget(t, s, e), id: newRunID("idem"), name: "idem", script: script,
-		stdout: newCapture(1<<10, 1<<10), stderr: newCapture(1<<10, 1<<10), liveOut: &lineWriter{}, liveErr: &lineWriter{}}
+		stdout: capture.New(1<<10, 1<<10), stderr: capture.New(1<<10, 1<<10), liveOut: &lineWriter{}, liveErr: &lineWriter{}}
 	ctx := context.Background()
 	if err := r.do(ctx, "prepare", r.prepare); err != nil {
 		t.Fatal(err)

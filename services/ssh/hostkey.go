@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/shellenv"
 	"io/fs"
 	"net"
 	"os"
@@ -86,7 +87,7 @@ func keyscanHint(host string, port int, file string) string {
 func shellWord(s string) string {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
-			return shellQuote(s)
+			return shellenv.Quote(s)
 		}
 	}
 	return s

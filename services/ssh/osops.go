@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/shellenv"
 	"log/slog"
 	"strings"
 	"time"
@@ -98,7 +99,7 @@ func (s *HostService) osCommand(ctx context.Context, t target, op string, force 
 	}
 	var quoted []string
 	for _, cmd := range s.os.commands(op, force) {
-		quoted = append(quoted, shellQuote(cmd))
+		quoted = append(quoted, shellenv.Quote(cmd))
 	}
 	script := strings.Join([]string{
 		`sudo=`,

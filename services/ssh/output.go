@@ -2,7 +2,6 @@ package ssh
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 )
 
@@ -11,67 +10,6 @@ const (
 	defaultHeadBytes = 1 << 20
 	defaultTailBytes = 1 << 20
 )
-
-// capture keeps the first head bytes and the last tail bytes written to it,
-// so a command that prints gigabytes does not exhaust memory.
-type capture struct {
-	headMax, tailMax int
-	head             []byte
-	tail             []byte // ring buffer once full
-	tailStart        int    // index of the oldest byte in tail when full
-	total            int64
-}
-
-func newCapture(headMax, tailMax int) *capture {
-	return &capture{headMax: headMax, tailMax: tailMax}
-}
-
-func (c *capture) Write(p []byte) (int, error) {
-	n := len(p)
-	c.total += int64(n)
-	if room := c.headMax - len(c.head); room > 0 {
-		k := min(room, len(p))
-		c.head = append(c.head, p[:k]...)
-		p = p[k:]
-	}
-	if len(p) == 0 || c.tailMax <= 0 {
-		return n, nil
-	}
-	if len(p) >= c.tailMax {
-		c.tail = append(c.tail[:0], p[len(p)-c.tailMax:]...)
-		c.tailStart = 0
-		return n, nil
-	}
-	if room := c.tailMax - len(c.tail); room > 0 {
-		k := min(room, len(p))
-		c.tail = append(c.tail, p[:k]...)
-		p = p[k:]
-	}
-	for len(p) > 0 { // full ring: overwrite the oldest bytes
-		k := copy(c.tail[c.tailStart:], p)
-		p = p[k:]
-		c.tailStart = (c.tailStart + k) % c.tailMax
-	}
-	return n, nil
-}
-
-// Truncated reports whether bytes were dropped between head and tail.
-func (c *capture) Truncated() bool {
-	return c.total > int64(len(c.head)+len(c.tail))
-}
-
-// String returns the kept output; when bytes were dropped a marker line
-// saying how many replaces them.
-func (c *capture) String() string {
-	var b bytes.Buffer
-	b.Write(c.head)
-	if dropped := c.total - int64(len(c.head)+len(c.tail)); dropped > 0 {
-		fmt.Fprintf(&b, "\n[... %d bytes of output omitted ...]\n", dropped)
-	}
-	b.Write(c.tail[c.tailStart:])
-	b.Write(c.tail[:c.tailStart])
-	return b.String()
-}
 
 // lineWriter forwards whole lines to w, holding back a partial last line
 // until it is completed or Flush is called.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/capture"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -435,8 +436,8 @@ func (c *conn) run(ctx context.Context, cmd string, stdin io.Reader) (cmdResult,
 	}
 	defer func() { <-c.slots }()
 	defer sess.Close()
-	stdout := newCapture(32<<10, 32<<10)
-	stderr := newCapture(32<<10, 32<<10)
+	stdout := capture.New(32<<10, 32<<10)
+	stderr := capture.New(32<<10, 32<<10)
 	sess.Stdout = stdout
 	sess.Stderr = stderr
 	if stdin != nil {

@@ -2,6 +2,8 @@ package ssh
 
 import (
 	"errors"
+	"github.com/benchtune/bench/internal/capture"
+	"github.com/benchtune/bench/internal/shellenv"
 	"os/exec"
 	"strings"
 	"testing"
@@ -159,7 +161,7 @@ func TestBuildScriptLocal(t *testing.T) {
 		env[n] = v
 		names = append(names, `"$`+n+`"`)
 	}
-	script, err := buildScript(env, []string{"printf '%s\\0' " + strings.Join(names, " ")})
+	script, err := shellenv.Script(env, []string{"printf '%s\\0' " + strings.Join(names, " ")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestBuildScriptRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := buildScript(tc.env, []string{"true"})
+			_, err := shellenv.Script(tc.env, []string{"true"})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("buildScript error = %v, want %q", err, tc.wantErr)
 			}
@@ -228,7 +230,7 @@ func TestCapture(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCapture(tc.head, tc.tail)
+			c := capture.New(tc.head, tc.tail)
 			for _, w := range tc.writes {
 				if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write = %d, %v", n, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/capture"
 	"strings"
 	"time"
 
@@ -161,12 +162,4 @@ func RecordTransfer(ctx context.Context, env, phase, from, to string, d time.Dur
 
 // Bound keeps the head and the tail of s within max bytes (max <= 0: no
 // limit) and tells whether it cut anything.
-func Bound(s string, max int) (string, bool) {
-	if max <= 0 || len(s) <= max {
-		return s, false
-	}
-	marker := fmt.Sprintf("\n… [%d bytes omitted] …\n", len(s)-max)
-	head := max / 2
-	tail := max - head
-	return s[:head] + marker + s[len(s)-tail:], true
-}
+func Bound(s string, max int) (string, bool) { return capture.Bound(s, max) }
