@@ -2,10 +2,9 @@ package environments
 
 import (
 	"context"
-	"sort"
-	"sync"
 
 	"github.com/benchtune/bench/configs/source"
+	internalregistry "github.com/benchtune/bench/internal/registry"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/tunables"
 )
@@ -39,39 +38,13 @@ type Spec struct {
 // Constructor builds an environment from its spec.
 type Constructor func(ctx context.Context, spec Spec) (Environment, error)
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Constructor{}
-)
+var registry = internalregistry.New[Constructor]("environments")
 
 // Register makes an environment class constructible under each name. A
 // duplicate name panics (a programming error).
-func Register(ctor Constructor, classes ...string) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	for _, c := range classes {
-		if _, dup := registry[c]; dup {
-			panic("environments: class registered twice: " + c)
-		}
-		registry[c] = ctor
-	}
-}
+func Register(ctor Constructor, classes ...string) { registry.Register(ctor, classes...) }
 
 // Classes lists the registered class names, sorted.
-func Classes() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for c := range registry {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func Classes() []string { return registry.Names() }
 
-func lookup(class string) (Constructor, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	c, ok := registry[class]
-	return c, ok
-}
+func lookup(class string) (Constructor, bool) { return registry.Lookup(class) }

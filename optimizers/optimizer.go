@@ -13,11 +13,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/environments"
+	internalregistry "github.com/benchtune/bench/internal/registry"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -98,40 +98,17 @@ type Spec struct {
 // Constructor builds an optimizer.
 type Constructor func(spec Spec) (Optimizer, error)
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Constructor{}
-)
+var registry = internalregistry.New[Constructor]("optimizers")
 
 // Register makes an optimizer class constructible under each name.
-func Register(ctor Constructor, classes ...string) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	for _, c := range classes {
-		if _, dup := registry[c]; dup {
-			panic("optimizers: class registered twice: " + c)
-		}
-		registry[c] = ctor
-	}
-}
+func Register(ctor Constructor, classes ...string) { registry.Register(ctor, classes...) }
 
 // Classes lists the registered class names.
-func Classes() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for c := range registry {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func Classes() []string { return registry.Names() }
 
 // New builds an optimizer of spec.Class.
 func New(spec Spec) (Optimizer, error) {
-	regMu.RLock()
-	ctor, ok := registry[spec.Class]
-	regMu.RUnlock()
+	ctor, ok := registry.Lookup(spec.Class)
 	if !ok {
 		return nil, spec.Ref.Child("class").Errorf("unknown optimizer class %q; known classes: %s", spec.Class, strings.Join(Classes(), ", "))
 	}

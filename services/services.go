@@ -12,12 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/benchtune/bench/configs/source"
+	internalregistry "github.com/benchtune/bench/internal/registry"
 )
 
 // Params are an environment's parameters (const_args, tunable values,
@@ -173,42 +172,19 @@ type Spec struct {
 // of the service interfaces, and io.Closer if it holds resources.
 type Constructor func(ctx context.Context, spec Spec) (any, error)
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Constructor{}
-)
+var registry = internalregistry.New[Constructor]("services")
 
 // Register makes a service class constructible under each of the given
 // names (short and full mlos_bench forms, our own names). It panics on a
 // duplicate name: that is a programming error.
-func Register(ctor Constructor, classes ...string) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	for _, c := range classes {
-		if _, dup := registry[c]; dup {
-			panic("services: class registered twice: " + c)
-		}
-		registry[c] = ctor
-	}
-}
+func Register(ctor Constructor, classes ...string) { registry.Register(ctor, classes...) }
 
 // Classes lists the registered class names, sorted.
-func Classes() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for c := range registry {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func Classes() []string { return registry.Names() }
 
 // New builds a service of spec.Class.
 func New(ctx context.Context, spec Spec) (any, error) {
-	regMu.RLock()
-	ctor, ok := registry[spec.Class]
-	regMu.RUnlock()
+	ctor, ok := registry.Lookup(spec.Class)
 	if !ok {
 		return nil, spec.Ref.Child("class").Errorf("unknown service class %q; known classes: %s", spec.Class, strings.Join(Classes(), ", "))
 	}
