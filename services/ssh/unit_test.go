@@ -223,10 +223,10 @@ func TestCapture(t *testing.T) {
 	}{
 		{name: "fits", head: 4, tail: 4, writes: []string{"abc", "def"}, want: "abcdef"},
 		{name: "exactly full", head: 4, tail: 4, writes: []string{"abcdefgh"}, want: "abcdefgh"},
-		{name: "one big write", head: 3, tail: 3, writes: []string{"0123456789"}, want: "012\n[... 4 bytes of output omitted ...]\n789", wantTruncated: true},
-		{name: "many small writes", head: 2, tail: 3, writes: []string{"a", "b", "c", "d", "e", "f", "g"}, want: "ab\n[... 2 bytes of output omitted ...]\nefg", wantTruncated: true},
-		{name: "ring wraps", head: 1, tail: 4, writes: []string{"x", "123", "45", "678"}, want: "x\n[... 4 bytes of output omitted ...]\n5678", wantTruncated: true},
-		{name: "no tail", head: 2, tail: 0, writes: []string{"abcd"}, want: "ab\n[... 2 bytes of output omitted ...]\n", wantTruncated: true},
+		{name: "one big write", head: 3, tail: 3, writes: []string{"0123456789"}, want: "012\n[bench: 4 bytes of output omitted]\n789", wantTruncated: true},
+		{name: "many small writes", head: 2, tail: 3, writes: []string{"a", "b", "c", "d", "e", "f", "g"}, want: "ab\n[bench: 2 bytes of output omitted]\nefg", wantTruncated: true},
+		{name: "ring wraps", head: 1, tail: 4, writes: []string{"x", "123", "45", "678"}, want: "x\n[bench: 4 bytes of output omitted]\n5678", wantTruncated: true},
+		{name: "no tail", head: 2, tail: 0, writes: []string{"abcd"}, want: "ab\n[bench: 2 bytes of output omitted]\n", wantTruncated: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
