@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/localtree"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -190,39 +190,8 @@ func (s *S3FileShareService) Upload(ctx context.Context, _ services.Params, loca
 		return s.uploadFile(ctx, localPath, s.key(rel))
 	}
 	slog.Debug("s3: uploading a folder", "from", localPath, "to", s.url(s.folderPrefix(rel)), "recursive", recursive)
-	root := localPath
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("S3 upload: %w", err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		sub, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		subRel := path.Join(rel, filepath.ToSlash(sub))
-		if subRel == "." {
-			subRel = ""
-		}
-		typ := d.Type()
-		if typ&fs.ModeSymlink != 0 {
-			st, err := os.Stat(p)
-			if err != nil {
-				return fmt.Errorf("S3 upload: following the link %s: %w", p, err)
-			}
-			if st.IsDir() {
-				slog.Warn("s3: skipping a link to a folder (links to folders are not followed)", "path", p)
-				return nil
-			}
-			typ = st.Mode().Type()
-		}
-		switch {
-		case d.IsDir():
-			if p != root && !recursive {
-				return fs.SkipDir
-			}
+	return localtree.Walk(ctx, localPath, rel, recursive, "S3 upload",
+		func(p, subRel string) error {
 			empty, err := isEmptyDir(p)
 			if err != nil {
 				return fmt.Errorf("S3 upload: %w", err)
@@ -233,13 +202,8 @@ func (s *S3FileShareService) Upload(ctx context.Context, _ services.Params, loca
 				return s.put(ctx, s.folderPrefix(subRel), strings.NewReader(""))
 			}
 			return nil
-		case typ.IsRegular():
-			return s.uploadFile(ctx, p, s.key(subRel))
-		default:
-			slog.Warn("s3: skipping a file that is neither regular nor a folder", "path", p, "type", typ.String())
-			return nil
-		}
-	})
+		},
+		func(p, subRel string) error { return s.uploadFile(ctx, p, s.key(subRel)) })
 }
 
 func isEmptyDir(p string) (bool, error) {

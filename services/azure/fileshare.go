@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/localtree"
 	"io/fs"
 	"log/slog"
 	"net/url"
@@ -344,47 +345,9 @@ func (s *FileShareService) Upload(ctx context.Context, _ services.Params, localP
 		return s.uploadFile(ctx, localPath, rel)
 	}
 	slog.Debug("azure files: uploading a folder", "from", localPath, "to", s.where(rel), "recursive", recursive)
-	root := localPath
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("Azure Files upload: %w", err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		sub, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		subRel := strings.TrimPrefix(path.Join(rel, filepath.ToSlash(sub)), "./")
-		if subRel == "." {
-			subRel = ""
-		}
-		typ := d.Type()
-		if typ&fs.ModeSymlink != 0 {
-			st, err := os.Stat(p)
-			if err != nil {
-				return fmt.Errorf("Azure Files upload: following the link %s: %w", p, err)
-			}
-			if st.IsDir() {
-				slog.Warn("azure files: skipping a link to a folder (links to folders are not followed)", "path", p)
-				return nil
-			}
-			typ = st.Mode().Type()
-		}
-		switch {
-		case d.IsDir():
-			if p != root && !recursive {
-				return fs.SkipDir
-			}
-			return s.makeDirs(ctx, subRel, made)
-		case typ.IsRegular():
-			return s.uploadFile(ctx, p, subRel)
-		default:
-			slog.Warn("azure files: skipping a file that is neither regular nor a folder", "path", p, "type", typ.String())
-			return nil
-		}
-	})
+	return localtree.Walk(ctx, localPath, rel, recursive, "Azure Files upload",
+		func(_, subRel string) error { return s.makeDirs(ctx, subRel, made) },
+		func(p, subRel string) error { return s.uploadFile(ctx, p, subRel) })
 }
 
 // makeDirs creates rel and its parents, each one once per transfer; a
