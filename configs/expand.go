@@ -2,7 +2,7 @@ package configs
 
 import (
 	"fmt"
-	"math"
+	"github.com/benchtune/bench/internal/pyfmt"
 	"os"
 	"strconv"
 	"strings"
@@ -132,38 +132,14 @@ func PyStr(v any) string {
 
 func pyRepr(v any) string {
 	if s, ok := v.(string); ok {
-		if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-			return `"` + s + `"`
-		}
-		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+		return pyfmt.StrRepr(s)
 	}
 	return PyStr(v)
 }
 
 // PyFloat formats a float like Python's repr: the shortest text that reads
 // back the same, always with a decimal point or exponent.
-func PyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
-		s := strconv.FormatFloat(f, 'e', -1, 64)
-		// Go writes 1e-05 as "1e-05" already; Python too. Go writes "1e+16",
-		// Python "1e+16".
-		return s
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
-	}
-	return s
-}
+func PyFloat(f float64) string { return pyfmt.FloatRepr(f) }
 
 // ExpandValue templates every string inside v (strings, and strings in
 // arrays) with the lookups; other values are returned unchanged.

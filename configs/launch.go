@@ -128,7 +128,7 @@ func looksLikeValue(a string) bool {
 	if !strings.HasPrefix(a, "-") || a == "-" {
 		return true
 	}
-	_, ok := parsePyFloat(a)
+	_, ok := pyParseFloat(a)
 	return ok
 }
 
@@ -496,7 +496,7 @@ func toInt64(v any) (int64, bool) {
 			return int64(x), true
 		}
 	case string:
-		if n, ok := parsePyInt(x); ok {
+		if n, ok := pyParseInt(x); ok {
 			return n, true
 		}
 	}

@@ -139,8 +139,8 @@ func ExpandGroups(groups []string, paramsMap any) ([]string, error) {
 // an int when it reads as an integer, else a float when it reads as one,
 // else the string.
 func ParseScalar(s string) any {
-	if f, ok := parsePyFloat(s); ok {
-		if i, ok := parsePyInt(s); ok && float64(i) == f {
+	if f, ok := pyParseFloat(s); ok {
+		if i, ok := pyParseInt(s); ok && float64(i) == f {
 			return i
 		}
 		return f

@@ -2,6 +2,7 @@ package tunables
 
 import (
 	"encoding/json"
+	"github.com/benchtune/bench/internal/pyfmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -146,8 +147,8 @@ func TestPyFloatRepr(t *testing.T) {
 		123.456: "123.456", 1.7976931348623157e308: "1.7976931348623157e+308", -2.5e-7: "-2.5e-07",
 	}
 	for f, want := range cases {
-		if got := pyFloatRepr(f); got != want {
-			t.Errorf("pyFloatRepr(%v) = %s, want %s", f, got, want)
+		if got := pyfmt.FloatRepr(f); got != want {
+			t.Errorf("pyfmt.FloatRepr(%v) = %s, want %s", f, got, want)
 		}
 	}
 	strs := map[string]string{
@@ -156,8 +157,8 @@ func TestPyFloatRepr(t *testing.T) {
 		"\u200b": `'\u200b'`, "\U0001F600": "'\U0001F600'", "\U000e0001": `'\U000e0001'`,
 	}
 	for s, want := range strs {
-		if got := pyStrRepr(s); got != want {
-			t.Errorf("pyStrRepr(%q) = %s, want %s", s, got, want)
+		if got := pyfmt.StrRepr(s); got != want {
+			t.Errorf("pyfmt.StrRepr(%q) = %s, want %s", s, got, want)
 		}
 	}
 }
@@ -846,24 +847,24 @@ func TestMergeComparesEveryDefinitionField(t *testing.T) {
 func TestPythonNumberParsing(t *testing.T) {
 	ints := map[string]int64{"5": 5, " -7 ": -7, "1_000": 1000, "+3": 3}
 	for s, want := range ints {
-		if got, err := pyParseInt(s); err != nil || got != want {
-			t.Errorf("pyParseInt(%q) = %d, %v", s, got, err)
+		if got, err := pyfmt.ParseInt(s); err != nil || got != want {
+			t.Errorf("pyfmt.ParseInt(%q) = %d, %v", s, got, err)
 		}
 	}
 	for _, s := range []string{"", "1_", "_1", "1__0", "0x10", "5.0", "99999999999999999999"} {
-		if _, err := pyParseInt(s); err == nil {
-			t.Errorf("pyParseInt(%q) accepted", s)
+		if _, err := pyfmt.ParseInt(s); err == nil {
+			t.Errorf("pyfmt.ParseInt(%q) accepted", s)
 		}
 	}
 	floats := map[string]float64{"1.5": 1.5, " 2e3 ": 2000, "1_000.5": 1000.5, "-inf": math.Inf(-1), "Infinity": math.Inf(1), "1e999": math.Inf(1)}
 	for s, want := range floats {
-		if got, err := pyParseFloat(s); err != nil || got != want {
-			t.Errorf("pyParseFloat(%q) = %v, %v", s, got, err)
+		if got, err := pyfmt.ParseFloat(s); err != nil || got != want {
+			t.Errorf("pyfmt.ParseFloat(%q) = %v, %v", s, got, err)
 		}
 	}
 	for _, s := range []string{"", "abc", "0x1p3", "1__0", "1.5_"} {
-		if _, err := pyParseFloat(s); err == nil {
-			t.Errorf("pyParseFloat(%q) accepted", s)
+		if _, err := pyfmt.ParseFloat(s); err == nil {
+			t.Errorf("pyfmt.ParseFloat(%q) accepted", s)
 		}
 	}
 	// json.Number and unsigned inputs.

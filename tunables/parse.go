@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/pyfmt"
 	"math"
 	"slices"
 	"strconv"
@@ -207,7 +208,7 @@ func numberValue(n *json5.Node) json.Number {
 	if n.IsInt {
 		return json.Number(strconv.FormatInt(n.Int, 10))
 	}
-	return json.Number(pyFloatRepr(n.Float))
+	return json.Number(pyfmt.FloatRepr(n.Float))
 }
 
 func scalarValue(n *json5.Node) any {
@@ -500,9 +501,9 @@ func ParseValues(ref source.Ref) (map[string]any, error) {
 			out[m.Key] = v.Bool
 		case json5.Number:
 			switch {
-			case v.IsInt && (v.Raw == "" || isPyIntLiteral(v.Raw)):
+			case v.IsInt && (v.Raw == "" || pyfmt.IsIntLiteral(v.Raw)):
 				out[m.Key] = v.Int
-			case v.Raw != "" && isPyIntLiteral(v.Raw):
+			case v.Raw != "" && pyfmt.IsIntLiteral(v.Raw):
 				out[m.Key] = json.Number(v.Raw)
 			default:
 				out[m.Key] = v.Float

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/internal/pyfmt"
 	"maps"
 	"math"
 	"math/big"
@@ -208,8 +209,8 @@ func toNumber(v any) (number, bool) {
 		return floatNumber(x), true
 	case json.Number:
 		s := strings.TrimSpace(string(x))
-		if isPyIntLiteral(s) {
-			text, ok := pyIntLiteralText(s)
+		if pyfmt.IsIntLiteral(s) {
+			text, ok := pyfmt.IntLiteralText(s)
 			if !ok {
 				return number{}, false
 			}
@@ -224,7 +225,7 @@ func toNumber(v any) (number, bool) {
 			}
 			return n, true
 		}
-		f, err := pyParseFloat(s)
+		f, err := pyfmt.ParseFloat(s)
 		if err != nil {
 			return number{}, false
 		}
@@ -245,7 +246,7 @@ func uintNumber(u uint64) number {
 }
 
 func floatNumber(f float64) number {
-	return number{f: f, text: pyFloatRepr(f)}
+	return number{f: f, text: pyfmt.FloatRepr(f)}
 }
 
 // asInt64 returns the number as an int64 if it is integral and fits.
@@ -268,7 +269,7 @@ func pyStr(v any) (string, bool) {
 	case string:
 		return x, true
 	case bool:
-		return pyBool(x), true
+		return pyfmt.Bool(x), true
 	}
 	if n, ok := toNumber(v); ok {
 		return n.text, true
@@ -279,7 +280,7 @@ func pyStr(v any) (string, bool) {
 func checkWeights(path string, ws []float64) *fieldError {
 	for i, w := range ws {
 		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
-			return ferr([]string{path, strconv.Itoa(i)}, "weights must be finite and non-negative, got %s", pyFloatRepr(w))
+			return ferr([]string{path, strconv.Itoa(i)}, "weights must be finite and non-negative, got %s", pyfmt.FloatRepr(w))
 		}
 	}
 	return nil
@@ -350,7 +351,7 @@ func buildCategorical(def *definition, d Def) *fieldError {
 			return ferr([]string{"values", strconv.Itoa(i)}, "categorical values must be strings, numbers or booleans, got %T", v)
 		}
 		if j, dup := seen[s]; dup {
-			return ferr([]string{"values", strconv.Itoa(i)}, "values must be unique: %s repeats value %d", pyStrRepr(s), j)
+			return ferr([]string{"values", strconv.Itoa(i)}, "values must be unique: %s repeats value %d", pyfmt.StrRepr(s), j)
 		}
 		if n, isNum := toNumber(v); isNum {
 			if j, dup := nums[n.f]; dup {
@@ -378,7 +379,7 @@ func buildCategorical(def *definition, d Def) *fieldError {
 		return ferr([]string{"default"}, "the default of a categorical tunable must be a string, number or boolean, got %T", d.Default)
 	}
 	if !slices.Contains(def.values, s) {
-		return ferr([]string{"default"}, "default %s is not one of the values %s", pyStrRepr(s), pyListRepr(def.values))
+		return ferr([]string{"default"}, "default %s is not one of the values %s", pyfmt.StrRepr(s), pyfmt.ListRepr(def.values))
 	}
 	def.defStr = s
 	return nil
@@ -452,7 +453,7 @@ func buildNumeric(def *definition, d Def) *fieldError {
 				def.specialInt = append(def.specialInt, iv)
 			} else {
 				if seenFloat[n.f] {
-					return ferr(p, "special values must be unique: %s repeats", pyFloatRepr(n.f))
+					return ferr(p, "special values must be unique: %s repeats", pyfmt.FloatRepr(n.f))
 				}
 				seenFloat[n.f] = true
 				def.specialFloat = append(def.specialFloat, n.f)
@@ -477,7 +478,7 @@ func buildNumeric(def *definition, d Def) *fieldError {
 		}
 		rw := *d.RangeWeight
 		if math.IsNaN(rw) || math.IsInf(rw, 0) || rw < 0 {
-			return ferr([]string{"range_weight"}, "range_weight must be finite and non-negative, got %s", pyFloatRepr(rw))
+			return ferr([]string{"range_weight"}, "range_weight must be finite and non-negative, got %s", pyfmt.FloatRepr(rw))
 		}
 		if sum(d.SpecialWeights)+rw <= 0 {
 			return ferr([]string{"special_weights"}, "special_weights and range_weight must not all be zero")
@@ -509,15 +510,15 @@ func buildNumeric(def *definition, d Def) *fieldError {
 				return ferr(append(p, "mu"), "mu must be a finite number")
 			}
 			if bad(dist.Sigma) || dist.Sigma <= 0 {
-				return ferr(append(p, "sigma"), "sigma must be a finite number greater than 0, got %s", pyFloatRepr(dist.Sigma))
+				return ferr(append(p, "sigma"), "sigma must be a finite number greater than 0, got %s", pyfmt.FloatRepr(dist.Sigma))
 			}
 			dist.Alpha, dist.Beta = 0, 0
 		case Beta:
 			if bad(dist.Alpha) || dist.Alpha <= 0 {
-				return ferr(append(p, "alpha"), "alpha must be a finite number greater than 0, got %s", pyFloatRepr(dist.Alpha))
+				return ferr(append(p, "alpha"), "alpha must be a finite number greater than 0, got %s", pyfmt.FloatRepr(dist.Alpha))
 			}
 			if bad(dist.Beta) || dist.Beta <= 0 {
-				return ferr(append(p, "beta"), "beta must be a finite number greater than 0, got %s", pyFloatRepr(dist.Beta))
+				return ferr(append(p, "beta"), "beta must be a finite number greater than 0, got %s", pyfmt.FloatRepr(dist.Beta))
 			}
 			dist.Mu, dist.Sigma = 0, 0
 		default:
@@ -557,7 +558,7 @@ func (d *definition) checkValid(i int64, f float64) string {
 		if (f >= d.lo.f && f <= d.hi.f) || slices.Contains(d.specialFloat, f) {
 			return ""
 		}
-		return fmt.Sprintf("%s is outside the range [%s, %s]%s", pyFloatRepr(f), d.lo.text, d.hi.text, d.specialsText())
+		return fmt.Sprintf("%s is outside the range [%s, %s]%s", pyfmt.FloatRepr(f), d.lo.text, d.hi.text, d.specialsText())
 	}
 	return ""
 }
@@ -568,7 +569,7 @@ func (d *definition) specialsText() string {
 		parts = append(parts, strconv.FormatInt(v, 10))
 	}
 	for _, v := range d.specialFloat {
-		parts = append(parts, pyFloatRepr(v))
+		parts = append(parts, pyfmt.FloatRepr(v))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -769,7 +770,7 @@ func (d *definition) text(i int64, f float64, s string) string {
 	case Int:
 		return strconv.FormatInt(i, 10)
 	case Float:
-		return pyFloatRepr(f)
+		return pyfmt.FloatRepr(f)
 	}
 	return s
 }
@@ -857,7 +858,7 @@ func (d *definition) coerce(v any) (int64, float64, string, error) {
 			return fail("cannot use %T as a categorical value", v)
 		}
 		if !slices.Contains(d.values, s) {
-			return fail("%s is not one of the values %s", pyStrRepr(s), pyListRepr(d.values))
+			return fail("%s is not one of the values %s", pyfmt.StrRepr(s), pyfmt.ListRepr(d.values))
 		}
 		return 0, 0, s, nil
 	case Int:
@@ -869,9 +870,9 @@ func (d *definition) coerce(v any) (int64, float64, string, error) {
 				n = intNumber(1)
 			}
 		case string:
-			i, err := pyParseInt(x)
+			i, err := pyfmt.ParseInt(x)
 			if err != nil {
-				return fail("cannot convert %s to an int: %v", pyStrRepr(x), err)
+				return fail("cannot convert %s to an int: %v", pyfmt.StrRepr(x), err)
 			}
 			n = intNumber(i)
 		default:
@@ -903,8 +904,8 @@ func (d *definition) coerce(v any) (int64, float64, string, error) {
 			}
 		case string:
 			var err error
-			if f, err = pyParseFloat(x); err != nil {
-				return fail("cannot convert %s to a float", pyStrRepr(x))
+			if f, err = pyfmt.ParseFloat(x); err != nil {
+				return fail("cannot convert %s to a float", pyfmt.StrRepr(x))
 			}
 		default:
 			n, ok := toNumber(v)
@@ -930,7 +931,7 @@ func (t *Tunable) repr() string {
 	b.WriteString(d.name)
 	b.WriteString("[" + string(d.typ) + "](")
 	if d.typ == Categorical {
-		b.WriteString(pyListRepr(d.values))
+		b.WriteString(pyfmt.ListRepr(d.values))
 	} else {
 		b.WriteString("(" + d.lo.text + ", " + d.hi.text + ")")
 	}

@@ -1,4 +1,8 @@
-package tunables
+// Package pyfmt reproduces the pieces of Python's text conversions that
+// mlos_bench's behaviour depends on (str()/repr() of numbers, booleans and
+// strings; int()/float() parsing), so that templated strings and the config
+// hash read the same as under mlos_bench.
+package pyfmt
 
 import (
 	"fmt"
@@ -15,11 +19,11 @@ import (
 // str()/repr() of int, float, bool and str values, and int()/float() parsing
 // of strings.
 
-// pyFloatRepr formats f as Python's repr(float) does: the shortest text that
+// FloatRepr formats f as Python's repr(float) does: the shortest text that
 // round-trips, in positional notation when the decimal exponent is in
 // [-4, 16) (always with a fractional part, "100.0"), otherwise in scientific
 // notation with a signed, at least two-digit exponent ("1e-05", "1e+16").
-func pyFloatRepr(f float64) string {
+func FloatRepr(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "nan"
@@ -73,18 +77,18 @@ func pyFloatRepr(f float64) string {
 	return sign + intPart + "." + fracPart
 }
 
-// pyBool is Python's str(bool).
-func pyBool(b bool) string {
+// Bool is Python's str(bool).
+func Bool(b bool) string {
 	if b {
 		return "True"
 	}
 	return "False"
 }
 
-// pyStrRepr is Python's repr(str): single quotes unless the text contains a
+// StrRepr is Python's repr(str): single quotes unless the text contains a
 // single quote and no double quote; backslash escapes for the quote,
 // backslash, \t \n \r and non-printable characters.
-func pyStrRepr(s string) string {
+func StrRepr(s string) string {
 	quote := '\''
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		quote = '"'
@@ -122,19 +126,19 @@ func pyStrRepr(s string) string {
 	return b.String()
 }
 
-// pyListRepr is Python's repr(list[str]).
-func pyListRepr(items []string) string {
+// ListRepr is Python's repr(list[str]).
+func ListRepr(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		parts[i] = pyStrRepr(s)
+		parts[i] = StrRepr(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// isPyIntLiteral tells whether Python's json5 module turns the number
+// IsIntLiteral tells whether Python's json5 module turns the number
 // literal raw into an int (as opposed to a float): hexadecimal literals and
 // decimal literals without a fraction or exponent.
-func isPyIntLiteral(raw string) bool {
+func IsIntLiteral(raw string) bool {
 	t := strings.TrimLeft(raw, "+-")
 	if t == "" || strings.HasPrefix(t, "Infinity") || strings.HasPrefix(t, "NaN") {
 		return false
@@ -145,9 +149,9 @@ func isPyIntLiteral(raw string) bool {
 	return !strings.ContainsAny(t, ".eE")
 }
 
-// pyIntLiteralText returns the decimal text Python prints for an integer
+// IntLiteralText returns the decimal text Python prints for an integer
 // literal (decimal or hexadecimal, any size).
-func pyIntLiteralText(raw string) (string, bool) {
+func IntLiteralText(raw string) (string, bool) {
 	t := raw
 	neg := false
 	if t != "" && (t[0] == '+' || t[0] == '-') {
@@ -168,9 +172,9 @@ func pyIntLiteralText(raw string) (string, bool) {
 	return z.String(), true
 }
 
-// pyParseInt parses text as Python's int(str) does (decimal, surrounding
+// ParseInt parses text as Python's int(str) does (decimal, surrounding
 // whitespace, '_' between digits); the result must fit in an int64.
-func pyParseInt(s string) (int64, error) {
+func ParseInt(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if strings.Contains(t, "_") {
 		if !validUnderscores(t) {
@@ -188,10 +192,10 @@ func pyParseInt(s string) (int64, error) {
 	return i, nil
 }
 
-// pyParseFloat parses text as Python's float(str) does: surrounding
+// ParseFloat parses text as Python's float(str) does: surrounding
 // whitespace, '_' between digits, "inf"/"infinity"/"nan" in any case; no
 // hexadecimal.
-func pyParseFloat(s string) (float64, error) {
+func ParseFloat(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	bad := fmt.Errorf("could not convert string to float: %q", s)
 	if t == "" {
