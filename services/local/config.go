@@ -17,11 +17,6 @@ import (
 // when max_output_bytes is not set.
 const DefaultMaxOutputBytes = 1 << 20
 
-// SearchPathGlobal is the global parameter through which a config loader
-// may hand the config search path (a []string or []any of strings) to the
-// registered constructors when services.Spec.SearchPath is empty.
-const SearchPathGlobal = "__bench_search_path"
-
 // TempDirConfig configures TempDirContextService (and the temp dirs of
 // LocalExecService).
 type TempDirConfig struct {
@@ -161,34 +156,6 @@ func ParseFileShareConfig(m map[string]any, globals services.Params, ref source.
 		cfg.CreateRoot = *raw.CreateRoot
 	}
 	return cfg, nil
-}
-
-// searchPathOf returns the search path of a spec: spec.SearchPath, or the
-// SearchPathGlobal global when that is empty.
-func searchPathOf(spec services.Spec) ([]string, error) {
-	if len(spec.SearchPath) > 0 {
-		return absAll(spec.SearchPath)
-	}
-	v, ok := spec.Globals[SearchPathGlobal]
-	if !ok || v == nil {
-		return nil, nil
-	}
-	var dirs []string
-	switch x := v.(type) {
-	case []string:
-		dirs = x
-	case []any:
-		for i, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("global %s: element %d is a %T, want a string", SearchPathGlobal, i, e)
-			}
-			dirs = append(dirs, s)
-		}
-	default:
-		return nil, fmt.Errorf("global %s is a %T, want a list of folders", SearchPathGlobal, v)
-	}
-	return absAll(dirs)
 }
 
 func absAll(dirs []string) ([]string, error) {

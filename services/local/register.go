@@ -38,9 +38,9 @@ func init() {
 	services.Register(newLocalDirFileShareFromSpec, LocalDirFileShareClasses...)
 }
 
-// optionsFromSpec takes the search path from the spec (see SearchPathGlobal).
+// optionsFromSpec takes the config search path from the spec.
 func optionsFromSpec(spec services.Spec) (Options, error) {
-	sp, err := searchPathOf(spec)
+	sp, err := absAll(spec.SearchPath)
 	if err != nil {
 		return Options{}, located(spec.Ref, err)
 	}

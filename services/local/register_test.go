@@ -91,18 +91,6 @@ func TestSpecTemplatingAndSearchPath(t *testing.T) {
 		t.Errorf("got %d %q, want %q", res.ExitCode, res.Stdout, want)
 	}
 
-	// The search path may also come through the __bench_search_path global.
-	for _, sp := range []any{[]string{cfgDir}, []any{cfgDir}} {
-		spec = specFrom(t, `{"class": "mlos_bench.services.LocalExecService"}`, services.Params{SearchPathGlobal: sp})
-		svc, err = services.New(ctx, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := svc.(*LocalExecService).Rewrite("hello.sh"); got != filepath.Join(cfgDir, "hello.sh") {
-			t.Errorf("search path from %T: rewrite = %q", sp, got)
-		}
-	}
-
 	// The file share's root is templated too.
 	spec = specFrom(t, `{"class": "bench.services.LocalDirFileShareService", "config": {"root": "${workdir}/share/$unknown", "create_root": true}}`,
 		services.Params{"workdir": work})
@@ -137,7 +125,6 @@ func TestSpecErrors(t *testing.T) {
 			[]string{"/config", `"root"`, "required"}},
 		{"file share root missing", `{"class": "bench.services.LocalDirFileShareService", "config": {"root": "/nonexistent/bench/share"}}`, nil,
 			[]string{"/config/root", "does not exist", "create_root"}},
-		{"bad search path global", `{"class": "mlos_bench.services.LocalExecService"}`, services.Params{SearchPathGlobal: 3}, []string{SearchPathGlobal}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
