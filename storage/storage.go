@@ -96,6 +96,11 @@ type Experiment interface {
 	// everything is written or nothing is. Finishing a finished trial gives
 	// ErrFinished and changes nothing.
 	Finish(ctx context.Context, trialID int, outcome TrialOutcome) error
+	// FinishAndQueue finishes trialID like Finish and queues the next trial
+	// like NewTrial, in one transaction: both are written or neither is.
+	// A scheduler running trials one after another uses it so that each
+	// trial costs a single commit.
+	FinishAndQueue(ctx context.Context, trialID int, outcome TrialOutcome, next TrialSpec) (Trial, error)
 	// PendingTrials returns the unfinished trials (no end time, status
 	// PENDING, READY or RUNNING), by id: the trials to run again on resume.
 	PendingTrials(ctx context.Context) ([]Trial, error)

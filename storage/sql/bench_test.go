@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,5 +97,93 @@ func BenchmarkTrials(b *testing.B) {
 		if err != nil || len(trials) != 1000 {
 			b.Fatal(len(trials), err)
 		}
+	}
+}
+
+// BenchmarkSchedulerTrial measures the storage work of one trial as the
+// sequential scheduler does it: the trial is queued already running, and
+// its outcome (one result, one captured command) is stored either on its
+// own (two commits per trial) or together with queuing the next trial
+// (FinishAndQueue: one commit per trial).
+func BenchmarkSchedulerTrial(b *testing.B) {
+	spec := func(i int) storage.TrialSpec {
+		return storage.TrialSpec{
+			Params:   map[string]string{"value": strconv.Itoa(i)},
+			Metadata: map[string]string{"optimizer": "bench", "repeat_i": "1", "is_defaults": "False"},
+			Running:  true,
+		}
+	}
+	outcome := func(i int) storage.TrialOutcome {
+		return storage.TrialOutcome{
+			Status:  environments.SUCCEEDED,
+			Results: map[string]any{"score": float64(i)},
+			Output:  []storage.Output{{Phase: "run", Env: "bench", Command: "echo score=$value", Stdout: "score=" + strconv.Itoa(i) + "\n", Start: time.Now(), Duration: time.Millisecond}},
+		}
+	}
+	for _, backend := range []string{"sqlite", "sqlite-memory"} {
+		for _, merged := range []bool{false, true} {
+			name := backend + "/separate"
+			if merged {
+				name = backend + "/merged"
+			}
+			b.Run(name, func(b *testing.B) {
+				cfg := storage.Config{DriverName: "sqlite", Database: ":memory:"}
+				if backend == "sqlite" {
+					cfg = sqliteBackend.fresh(b)
+				}
+				exp := newExperiment(b, open(b, cfg), "bench")
+				ctx := context.Background()
+				tr, err := exp.NewTrial(ctx, spec(0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for i := 1; b.Loop(); i++ {
+					if merged {
+						tr, err = exp.FinishAndQueue(ctx, tr.ID, outcome(i), spec(i))
+					} else {
+						if err = exp.Finish(ctx, tr.ID, outcome(i)); err == nil {
+							tr, err = exp.NewTrial(ctx, spec(i))
+						}
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkOpen measures what a bench process pays before its first
+// trial: opening the SQLite file, creating or checking the schema, and
+// creating or resuming the experiment.
+func BenchmarkOpen(b *testing.B) {
+	for _, fresh := range []bool{true, false} {
+		name := "existing"
+		if fresh {
+			name = "new-file"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			ctx := context.Background()
+			for i := 0; b.Loop(); i++ {
+				path := filepath.Join(dir, "bench.sqlite")
+				if fresh {
+					path = filepath.Join(dir, "bench"+strconv.Itoa(i)+".sqlite")
+				}
+				s, err := Open(ctx, storage.Config{DriverName: "sqlite", Database: path, Logger: quiet})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := s.Experiment(ctx, storage.ExperimentInfo{ID: "exp", RootEnvConfig: "env.jsonc",
+					Objectives: []storage.Objective{{Name: "score", Direction: "min"}}}); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

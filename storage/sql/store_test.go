@@ -391,6 +391,59 @@ func TestFinishIsAtomic(t *testing.T) {
 	})
 }
 
+// TestFinishAndQueue: finishing a trial and queuing the next one is one
+// transaction; a failure of either part leaves both undone.
+func TestFinishAndQueue(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := open(t, b.fresh(t))
+		exp := newExperiment(t, s, "e")
+		first, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "1"}, TsStart: at(0), Running: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := storage.TrialOutcome{Status: environments.SUCCEEDED, Ts: at(5), Results: map[string]any{"score": 2.5},
+			Output: []storage.Output{{Phase: "run", Env: "local", Command: "true", Stdout: "score=2.5"}}}
+		next, err := exp.FinishAndQueue(ctx, first.ID, out, storage.TrialSpec{Params: map[string]string{"x": "2"}, TsStart: at(5), Running: true,
+			Metadata: map[string]string{"repeat_i": "1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.ID != first.ID+1 || next.Status != environments.RUNNING || next.ConfigID == first.ConfigID {
+			t.Errorf("next trial %+v", next)
+		}
+		d := mustDetail(t, exp, first.ID)
+		if d.Status != environments.SUCCEEDED || d.Results["score"] != 2.5 || len(d.Output) != 1 {
+			t.Errorf("finished trial %+v", d)
+		}
+		n := mustDetail(t, exp, next.ID)
+		us := at(5).Truncate(time.Microsecond)
+		wantHistory := []storage.StatusChange{{Ts: us, Status: environments.PENDING}, {Ts: us, Status: environments.RUNNING}}
+		if diff := cmp.Diff(wantHistory, n.History); diff != "" || n.Metadata["repeat_i"] != "1" {
+			t.Errorf("queued trial %+v, history (-want +got):\n%s", n.Trial, diff)
+		}
+
+		// The next trial cannot be stored (its hash is stored with other
+		// values): the finish is rolled back with it.
+		before := mustDetail(t, exp, next.ID)
+		trials := count(t, s, "SELECT COUNT(*) FROM trial")
+		_, err = exp.FinishAndQueue(ctx, next.ID, out, storage.TrialSpec{ConfigHash: first.ConfigHash, Params: map[string]string{"x": "9"}})
+		wantErr(t, err, storage.ErrInvalid, "FinishAndQueue with a conflicting config")
+		if diff := cmp.Diff(before, mustDetail(t, exp, next.ID)); diff != "" {
+			t.Errorf("a failed FinishAndQueue finished the trial (-before +after):\n%s", diff)
+		}
+		if got := count(t, s, "SELECT COUNT(*) FROM trial"); got != trials {
+			t.Errorf("%d trials after a failed FinishAndQueue, want %d", got, trials)
+		}
+		// Finishing a finished trial fails the same way, queuing nothing.
+		_, err = exp.FinishAndQueue(ctx, first.ID, out, storage.TrialSpec{Params: map[string]string{"x": "3"}})
+		wantErr(t, err, storage.ErrFinished, "FinishAndQueue of a finished trial")
+		if got := count(t, s, "SELECT COUNT(*) FROM trial"); got != trials {
+			t.Errorf("%d trials after a refused FinishAndQueue, want %d", got, trials)
+		}
+	})
+}
+
 func TestFinishRejectsBadOutcome(t *testing.T) {
 	s := open(t, sqliteBackend.fresh(t))
 	exp := newExperiment(t, s, "e")

@@ -16,85 +16,125 @@ import (
 
 // NewTrial queues a new trial.
 func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (storage.Trial, error) {
+	nt, err := e.planTrial(spec)
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	if err := e.s.write(ctx, func(r runner) error { return e.insertTrial(ctx, r, nt) }); err != nil {
+		return storage.Trial{}, err
+	}
+	return nt.trial, nil
+}
+
+// FinishAndQueue finishes a trial and queues the next one in a single
+// transaction.
+func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storage.TrialOutcome, next storage.TrialSpec) (storage.Trial, error) {
+	fin, err := e.planFinish(trialID, out)
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	nt, err := e.planTrial(next)
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	err = e.s.write(ctx, func(r runner) error {
+		if err := e.finishTrial(ctx, r, fin); err != nil {
+			return err
+		}
+		return e.insertTrial(ctx, r, nt)
+	})
+	if err != nil {
+		return storage.Trial{}, err
+	}
+	return nt.trial, nil
+}
+
+// newTrial is a checked TrialSpec, ready to insert (the trial id is set
+// by insertTrial).
+type newTrial struct {
+	trial  storage.Trial
+	params map[string]string
+	meta   map[string]string
+}
+
+func (e *experiment) planTrial(spec storage.TrialSpec) (*newTrial, error) {
 	if spec.TrialRunnerID < 0 {
-		return storage.Trial{}, fmt.Errorf("%w: trial runner id %d is negative", storage.ErrInvalid, spec.TrialRunnerID)
+		return nil, fmt.Errorf("%w: trial runner id %d is negative", storage.ErrInvalid, spec.TrialRunnerID)
 	}
 	params, err := cleanMap("parameter", spec.Params)
 	if err != nil {
-		return storage.Trial{}, err
+		return nil, err
 	}
 	meta, err := cleanMap("trial parameter", spec.Metadata)
 	if err != nil {
-		return storage.Trial{}, err
+		return nil, err
 	}
 	hash := strings.TrimSpace(spec.ConfigHash)
 	if hash == "" {
 		hash = storage.HashParams(params)
 	}
-	hash = clean(hash)
-	ts := normTime(spec.TsStart)
-	first := max(e.info.FirstTrialID, 1)
 	status := environments.PENDING
 	if spec.Running {
 		status = environments.RUNNING
 	}
-	trial := storage.Trial{
-		ExperimentID:  e.info.ID,
-		ConfigHash:    hash,
-		TrialRunnerID: spec.TrialRunnerID,
-		Status:        status,
-		TsStart:       ts,
-		Params:        params,
-		Metadata:      meta,
+	return &newTrial{
+		trial: storage.Trial{
+			ExperimentID:  e.info.ID,
+			ConfigHash:    clean(hash),
+			TrialRunnerID: spec.TrialRunnerID,
+			Status:        status,
+			TsStart:       normTime(spec.TsStart),
+			Params:        params,
+			Metadata:      meta,
+		},
+		params: params,
+		meta:   meta,
+	}, nil
+}
+
+// insertTrial stores a planned trial, setting its id and config id.
+func (e *experiment) insertTrial(ctx context.Context, r runner, nt *newTrial) error {
+	trial := &nt.trial
+	// Lock the experiment: trial ids are allocated one writer at a time.
+	var exp string
+	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 	}
-	err = e.s.write(ctx, func(r runner) error {
-		// Lock the experiment: trial ids are allocated one writer at a time.
-		var exp string
-		err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
-		if errors.Is(err, dbsql.ErrNoRows) {
-			return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
-		}
-		if err != nil {
-			return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
-		}
-		if trial.ConfigID, err = e.configID(ctx, r, hash, params); err != nil {
-			return err
-		}
-		var last dbsql.NullInt64
-		if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
-			return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
-		}
-		trial.ID = first
-		if last.Valid {
-			trial.ID = max(int(last.Int64)+1, first)
-		}
-		var runner any
-		if spec.TrialRunnerID > 0 {
-			runner = spec.TrialRunnerID
-		}
-		if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status) VALUES (?, ?, ?, ?, ?, ?)`,
-			e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), trial.Status.String()); err != nil {
-			return fmt.Errorf("storage: new trial %d of %q: %w", trial.ID, e.info.ID, err)
-		}
-		rows := make([][]any, 0, len(meta))
-		for _, k := range sortedKeys(meta) {
-			rows = append(rows, []any{e.info.ID, trial.ID, k, meta[k]})
-		}
-		if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
-			return err
-		}
-		if err := e.addHistory(ctx, r, trial.ID, environments.PENDING, ts); err != nil {
-			return err
-		}
-		if spec.Running {
-			return e.addHistory(ctx, r, trial.ID, environments.RUNNING, ts)
-		}
-		return nil
-	})
 	if err != nil {
-		return storage.Trial{}, err
+		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
-	return trial, nil
+	if trial.ConfigID, err = e.configID(ctx, r, trial.ConfigHash, nt.params); err != nil {
+		return err
+	}
+	var last dbsql.NullInt64
+	if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
+		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+	}
+	trial.ID = max(e.info.FirstTrialID, 1)
+	if last.Valid {
+		trial.ID = max(int(last.Int64)+1, trial.ID)
+	}
+	var runner any
+	if trial.TrialRunnerID > 0 {
+		runner = trial.TrialRunnerID
+	}
+	ts := trial.TsStart
+	if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status) VALUES (?, ?, ?, ?, ?, ?)`,
+		e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), trial.Status.String()); err != nil {
+		return fmt.Errorf("storage: new trial %d of %q: %w", trial.ID, e.info.ID, err)
+	}
+	rows := make([][]any, 0, len(nt.meta))
+	for _, k := range sortedKeys(nt.meta) {
+		rows = append(rows, []any{e.info.ID, trial.ID, k, nt.meta[k]})
+	}
+	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
+		return err
+	}
+	if trial.Status == environments.RUNNING {
+		return e.addHistory(ctx, r, trial.ID, ts, environments.PENDING, environments.RUNNING)
+	}
+	return e.addHistory(ctx, r, trial.ID, ts, environments.PENDING)
 }
 
 // configID finds the configuration stored under hash, or stores it.
@@ -135,10 +175,14 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 	return id, nil
 }
 
-func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, status environments.Status, ts time.Time) error {
-	_, err := r.exec(ctx, `INSERT INTO trial_status (exp_id, trial_id, ts, status) VALUES (?, ?, ?, ?)
-		ON CONFLICT (exp_id, trial_id, ts, status) DO NOTHING`, e.info.ID, trialID, e.s.dialect.ts(ts), status.String())
-	if err != nil {
+// addHistory adds status changes at ts, in order, to a trial's history.
+func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...environments.Status) error {
+	rows := make([][]any, len(statuses))
+	for i, st := range statuses {
+		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(ts), st.String()}
+	}
+	if err := r.insertRows(ctx, "trial_status", []string{"exp_id", "trial_id", "ts", "status"}, rows,
+		" ON CONFLICT (exp_id, trial_id, ts, status) DO NOTHING"); err != nil {
 		return fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	return nil
@@ -208,15 +252,32 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status envir
 			}
 			return e.unchanged(ctx, r, trialID)
 		}
-		return e.addHistory(ctx, r, trialID, status, ts)
+		return e.addHistory(ctx, r, trialID, ts, status)
 	})
 }
 
 // Finish records the final status and outcome of a trial, all in one
 // transaction.
 func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialOutcome) error {
+	fin, err := e.planFinish(trialID, out)
+	if err != nil {
+		return err
+	}
+	return e.s.write(ctx, func(r runner) error { return e.finishTrial(ctx, r, fin) })
+}
+
+// finish is a checked TrialOutcome, converted to rows.
+type finish struct {
+	trialID                    int
+	status                     environments.Status
+	ts                         time.Time
+	reason                     any
+	results, telemetry, output [][]any
+}
+
+func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish, error) {
 	if !out.Status.IsCompleted() {
-		return fmt.Errorf("%w: trial %d: %s is not a final status (want SUCCEEDED, FAILED, TIMED_OUT or CANCELED)", storage.ErrInvalid, trialID, out.Status)
+		return nil, fmt.Errorf("%w: trial %d: %s is not a final status (want SUCCEEDED, FAILED, TIMED_OUT or CANCELED)", storage.ErrInvalid, trialID, out.Status)
 	}
 	ts := normTime(out.Ts)
 	// Check and convert everything before the transaction starts.
@@ -224,11 +285,11 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 	for _, k := range sortedKeys(out.Results) {
 		name := clean(strings.TrimSpace(k))
 		if name == "" {
-			return fmt.Errorf("%w: trial %d: a result has an empty name", storage.ErrInvalid, trialID)
+			return nil, fmt.Errorf("%w: trial %d: a result has an empty name", storage.ErrInvalid, trialID)
 		}
 		v, err := storedValue(out.Results[k])
 		if err != nil {
-			return fmt.Errorf("trial %d: result %q: %w", trialID, k, err)
+			return nil, fmt.Errorf("trial %d: result %q: %w", trialID, k, err)
 		}
 		results = append(results, []any{e.info.ID, trialID, name, v})
 	}
@@ -241,10 +302,10 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 	for i, t := range out.Telemetry {
 		name := clean(strings.TrimSpace(t.Metric))
 		if name == "" {
-			return fmt.Errorf("%w: trial %d: telemetry %d has no metric name", storage.ErrInvalid, trialID, i)
+			return nil, fmt.Errorf("%w: trial %d: telemetry %d has no metric name", storage.ErrInvalid, trialID, i)
 		}
 		if t.Ts.IsZero() {
-			return fmt.Errorf("%w: trial %d: telemetry %d (%s) has no timestamp", storage.ErrInvalid, trialID, i, name)
+			return nil, fmt.Errorf("%w: trial %d: telemetry %d (%s) has no timestamp", storage.ErrInvalid, trialID, i, name)
 		}
 		tts := normTime(t.Ts)
 		if seen[telKey{tts, name}] {
@@ -253,7 +314,7 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		seen[telKey{tts, name}] = true
 		v, err := storedValue(t.Value)
 		if err != nil {
-			return fmt.Errorf("trial %d: telemetry %q: %w", trialID, name, err)
+			return nil, fmt.Errorf("trial %d: telemetry %q: %w", trialID, name, err)
 		}
 		telemetry = append(telemetry, []any{e.info.ID, trialID, e.s.dialect.ts(tts), name, v})
 	}
@@ -266,35 +327,39 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		output = append(output, []any{e.info.ID, trialID, i, clean(o.Phase), clean(o.Env), o.Line, clean(o.Command),
 			o.ExitCode, clean(o.Stdout), clean(o.Stderr), o.Truncated, start, int64(o.Duration)})
 	}
-	var reason any
+	fin := &finish{trialID: trialID, status: out.Status, ts: ts, results: results, telemetry: telemetry, output: output}
 	if out.FailureReason != "" {
-		reason = clean(out.FailureReason)
+		fin.reason = clean(out.FailureReason)
 	}
-	return e.s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
-			out.Status.String(), e.s.dialect.ts(ts), reason, e.info.ID, trialID)
+	return fin, nil
+}
+
+// finishTrial stores a planned outcome.
+func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) error {
+	trialID, ts := fin.trialID, fin.ts
+	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
+		fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.info.ID, trialID)
+	if err != nil {
+		return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
+	}
+	if ok, err := affected(res); err != nil || !ok {
 		if err != nil {
-			return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
-		}
-		if ok, err := affected(res); err != nil || !ok {
-			if err != nil {
-				return err
-			}
-			return e.unchanged(ctx, r, trialID)
-		}
-		if err := e.addHistory(ctx, r, trialID, out.Status, ts); err != nil {
 			return err
 		}
-		if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, results, ""); err != nil {
-			return err
-		}
-		if err := r.insertRows(ctx, "trial_telemetry", []string{"exp_id", "trial_id", "ts", "metric_id", "metric_value"}, telemetry,
-			" ON CONFLICT (exp_id, trial_id, ts, metric_id) DO NOTHING"); err != nil {
-			return err
-		}
-		return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
-			"exit_code", "stdout", "stderr", "truncated", "ts_start", "duration_ns"}, output, "")
-	})
+		return e.unchanged(ctx, r, trialID)
+	}
+	if err := e.addHistory(ctx, r, trialID, ts, fin.status); err != nil {
+		return err
+	}
+	if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, fin.results, ""); err != nil {
+		return err
+	}
+	if err := r.insertRows(ctx, "trial_telemetry", []string{"exp_id", "trial_id", "ts", "metric_id", "metric_value"}, fin.telemetry,
+		" ON CONFLICT (exp_id, trial_id, ts, metric_id) DO NOTHING"); err != nil {
+		return err
+	}
+	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
+		"exit_code", "stdout", "stderr", "truncated", "ts_start", "duration_ns"}, fin.output, "")
 }
 
 // storedValue is the column value of a result or telemetry value: its
