@@ -63,7 +63,26 @@ type Scheduler struct {
 	warm       bool
 	trialCount int // trials of the experiment, queued or finished
 	stats      Stats
+	// held is the outcome of the last trial while the optimizer takes it
+	// in and suggests the next configuration: it is then stored in the
+	// same transaction that queues the next trial (one commit per trial).
+	// Every other storage call stores it first (flush). slowOptimizer
+	// turns this off when the optimizer's last turn took longer than
+	// holdLimit, so that an outcome never waits long unstored.
+	held          *heldOutcome
+	slowOptimizer bool
 }
+
+type heldOutcome struct {
+	trial   storage.Trial
+	outcome storage.TrialOutcome
+	scores  []float64
+}
+
+// holdLimit bounds how long the optimizer may take between a trial's end
+// and the next trial's queuing for the trial's outcome to wait for that
+// commit instead of being committed on its own.
+const holdLimit = 10 * time.Millisecond
 
 // Stats summarizes what a Start call did.
 type Stats struct {
@@ -133,6 +152,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			if err := s.runSchedule(ctx, warmUp); err != nil {
 				return err
 			}
+			turn := time.Now()
 			if err := s.registerResults(ctx); err != nil {
 				return err
 			}
@@ -144,11 +164,17 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("optimizer %s: %w", s.opt.Name(), err)
 			}
+			s.slowOptimizer = time.Since(turn) > holdLimit
 			if err := s.queue(ctx, tun); err != nil {
 				return err
 			}
 		}
 	}()
+	// The last outcome is stored even when the loop stopped on an error or
+	// an interruption.
+	if err := s.flush(context.WithoutCancel(ctx)); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	if pending, err := s.exp.PendingTrials(context.WithoutCancel(ctx)); err == nil {
 		s.stats.Remaining = len(pending)
 	}
@@ -208,6 +234,9 @@ func (s *Scheduler) registerResults(ctx context.Context) error {
 	}
 	s.warm = true
 	s.fresh = nil
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
 	done, err := s.exp.CompletedTrials(ctx, s.lastTrialID)
 	if err != nil {
 		return err
@@ -247,7 +276,7 @@ func (s *Scheduler) queue(ctx context.Context, tun *tunables.Groups) error {
 		m["repeat_i"] = strconv.Itoa(r)
 		runner := s.runners[s.nextRunner]
 		s.nextRunner = (s.nextRunner + 1) % len(s.runners)
-		t, err := s.exp.NewTrial(ctx, storage.TrialSpec{
+		t, err := s.newTrial(ctx, storage.TrialSpec{
 			ConfigHash:    tun.Hash(),
 			Params:        tun.StringValues(),
 			Metadata:      m,
@@ -263,6 +292,50 @@ func (s *Scheduler) queue(ctx context.Context, tun *tunables.Groups) error {
 		s.trialCount++
 	}
 	return nil
+}
+
+// newTrial queues a trial, storing the held outcome of the previous trial
+// in the same transaction.
+func (s *Scheduler) newTrial(ctx context.Context, spec storage.TrialSpec) (storage.Trial, error) {
+	h := s.held
+	if h == nil {
+		return s.exp.NewTrial(ctx, spec)
+	}
+	t, err := s.exp.FinishAndQueue(context.WithoutCancel(ctx), h.trial.ID, h.outcome, spec)
+	if err != nil {
+		// Store the outcome on its own, then report (or get past) what
+		// failed in queuing the next trial.
+		if err := s.flush(ctx); err != nil {
+			return storage.Trial{}, err
+		}
+		return s.exp.NewTrial(ctx, spec)
+	}
+	s.held = nil
+	s.stored(h)
+	return t, nil
+}
+
+// flush stores the held outcome, if any.
+func (s *Scheduler) flush(ctx context.Context) error {
+	h := s.held
+	if h == nil {
+		return nil
+	}
+	if err := s.exp.Finish(context.WithoutCancel(ctx), h.trial.ID, h.outcome); err != nil {
+		return fmt.Errorf("storing the outcome of trial %d: %w", h.trial.ID, err)
+	}
+	s.held = nil
+	s.stored(h)
+	return nil
+}
+
+// stored tells the observer about a trial whose outcome is now stored.
+func (s *Scheduler) stored(h *heldOutcome) {
+	if s.observer != nil {
+		t := h.trial
+		t.Status = h.outcome.Status
+		s.observer.TrialFinished(t, h.outcome, h.scores)
+	}
 }
 
 // requeueConfig queues a configuration stored earlier (config_id).
@@ -305,6 +378,9 @@ func (s *Scheduler) runSchedule(ctx context.Context, running bool) error {
 			return err
 		}
 		runner := s.runnerFor(t)
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
 		if t.TrialRunnerID != runner.ID {
 			if err := s.exp.SetTrialRunner(ctx, t.ID, runner.ID); err != nil {
 				return err
@@ -330,6 +406,9 @@ func (s *Scheduler) runnerFor(t storage.Trial) *TrialRunner {
 }
 
 func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage.Trial) error {
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
 	if s.observer != nil {
 		s.observer.TrialStarted(t)
 	}
@@ -394,9 +473,13 @@ func scoreOf(opt optimizers.Optimizer, results map[string]any) ([]float64, error
 	return out, nil
 }
 
+// finish records a trial's outcome: it is held for the next trial's
+// queuing (see held) unless the optimizer is slow, and stored now then.
 func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage.TrialOutcome, scores []float64) error {
-	if err := s.exp.Finish(context.WithoutCancel(ctx), t.ID, outcome); err != nil {
-		return fmt.Errorf("storing the outcome of trial %d: %w", t.ID, err)
+	if s.held != nil { // cannot happen: every path flushes before running a trial
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
 	}
 	if outcome.Status != environments.CANCELED {
 		s.fresh = append(s.fresh, optimizers.Prior{Values: stringValues(t.Params), Status: outcome.Status, Results: outcome.Results})
@@ -407,9 +490,9 @@ func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage
 	case environments.FAILED, environments.TIMED_OUT:
 		s.stats.Failed++
 	}
-	if s.observer != nil {
-		t.Status = outcome.Status
-		s.observer.TrialFinished(t, outcome, scores)
+	s.held = &heldOutcome{trial: t, outcome: outcome, scores: scores}
+	if s.slowOptimizer || !s.warm {
+		return s.flush(ctx)
 	}
 	return nil
 }

@@ -299,3 +299,149 @@ func TestOneShotResumeDoesNotRerun(t *testing.T) {
 		}
 	}
 }
+
+// countingExp counts the storage calls that end trials, and can fail them.
+type countingExp struct {
+	storage.Experiment
+	finishes, merged, newTrials int
+	failMerged, failNewTrial    int // fail the n-th call (1-based; 0: never)
+}
+
+func (c *countingExp) Finish(ctx context.Context, id int, out storage.TrialOutcome) error {
+	c.finishes++
+	return c.Experiment.Finish(ctx, id, out)
+}
+
+func (c *countingExp) FinishAndQueue(ctx context.Context, id int, out storage.TrialOutcome, next storage.TrialSpec) (storage.Trial, error) {
+	c.merged++
+	if c.merged == c.failMerged {
+		return storage.Trial{}, errors.New("injected failure of FinishAndQueue")
+	}
+	return c.Experiment.FinishAndQueue(ctx, id, out, next)
+}
+
+func (c *countingExp) NewTrial(ctx context.Context, spec storage.TrialSpec) (storage.Trial, error) {
+	c.newTrials++
+	if c.newTrials == c.failNewTrial {
+		return storage.Trial{}, errors.New("injected failure of NewTrial")
+	}
+	return c.Experiment.NewTrial(ctx, spec)
+}
+
+// slowOptimizer takes its time to suggest.
+type slowOptimizer struct {
+	optimizers.Optimizer
+	delay time.Duration
+}
+
+func (s slowOptimizer) Suggest(ctx context.Context) (*tunables.Groups, error) {
+	time.Sleep(s.delay)
+	return s.Optimizer.Suggest(ctx)
+}
+
+// storedObserver checks that a trial is stored as finished when the
+// observer hears of it.
+type storedObserver struct {
+	t   *testing.T
+	exp storage.Experiment
+	n   int
+}
+
+func (o *storedObserver) TrialStarted(storage.Trial) {}
+func (o *storedObserver) TrialFinished(tr storage.Trial, _ storage.TrialOutcome, _ []float64) {
+	o.n++
+	d, err := o.exp.Trial(context.Background(), tr.ID)
+	if err != nil || !d.Finished() {
+		o.t.Errorf("trial %d reported finished before it was stored (%s, %v)", tr.ID, d.Status, err)
+	}
+}
+
+// TestOneCommitPerTrial: a trial's outcome is stored in the transaction
+// that queues the next trial; with a slow optimizer, or when that
+// transaction fails, it is stored on its own; every outcome is stored in
+// the end and the observer hears of it only once it is.
+func TestOneCommitPerTrial(t *testing.T) {
+	run := func(t *testing.T, exp *countingExp, delay time.Duration) (*Scheduler, error) {
+		env := &fakeEnv{tun: testTunables(t), run: func(ctx context.Context, p environments.Params) environments.Result { return score(p) }}
+		opt, err := optimizers.New(optimizers.Spec{Class: "mlos_bench.optimizers.MlosCoreOptimizer",
+			Config: map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(5)}, Tunables: env.tun.Copy()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if delay > 0 {
+			opt = slowOptimizer{opt, delay}
+		}
+		obs := &storedObserver{t: t, exp: exp.Experiment}
+		s, err := New(Config{ExperimentID: "e"}, []*TrialRunner{{ID: 1, Env: env}}, opt, exp, map[string]any{}, Options{Observer: obs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Start(context.Background())
+		if want := len(trials(t, exp.Experiment)); obs.n != want {
+			t.Errorf("observer heard of %d finished trials, %d are stored", obs.n, want)
+		}
+		return s, err
+	}
+	newExp := func(t *testing.T) *countingExp {
+		st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+		exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &countingExp{Experiment: exp}
+	}
+	allSucceeded := func(t *testing.T, exp storage.Experiment, want int) {
+		t.Helper()
+		ts := trials(t, exp)
+		if len(ts) != want {
+			t.Fatalf("%d trials stored, want %d", len(ts), want)
+		}
+		for _, tr := range ts {
+			if tr.Status != environments.SUCCEEDED {
+				t.Errorf("trial %d: %s", tr.ID, tr.Status)
+			}
+		}
+	}
+
+	t.Run("fast optimizer", func(t *testing.T) {
+		exp := newExp(t)
+		if _, err := run(t, exp, 0); err != nil {
+			t.Fatal(err)
+		}
+		allSucceeded(t, exp, 5)
+		// The first trial is queued on its own, the next four with the
+		// outcome of the one before, and the last outcome is stored alone.
+		if exp.newTrials != 1 || exp.merged != 4 || exp.finishes != 1 {
+			t.Errorf("NewTrial %d, FinishAndQueue %d, Finish %d: want 1, 4, 1", exp.newTrials, exp.merged, exp.finishes)
+		}
+	})
+	t.Run("slow optimizer", func(t *testing.T) {
+		exp := newExp(t)
+		if _, err := run(t, exp, 2*holdLimit); err != nil {
+			t.Fatal(err)
+		}
+		allSucceeded(t, exp, 5)
+		// The first suggestion was slow already: every outcome is stored
+		// as soon as its trial ends.
+		if exp.finishes != 5 || exp.merged != 0 {
+			t.Errorf("Finish %d, FinishAndQueue %d: want 5, 0", exp.finishes, exp.merged)
+		}
+	})
+	t.Run("merged transaction fails", func(t *testing.T) {
+		exp := newExp(t)
+		exp.failMerged = 2
+		if _, err := run(t, exp, 0); err != nil {
+			t.Fatal(err)
+		}
+		allSucceeded(t, exp, 5)
+	})
+	t.Run("queuing fails", func(t *testing.T) {
+		exp := newExp(t)
+		exp.failMerged, exp.failNewTrial = 2, 2
+		if _, err := run(t, exp, 0); err == nil || !strings.Contains(err.Error(), "injected failure of NewTrial") {
+			t.Fatalf("Start: %v, want the NewTrial failure", err)
+		}
+		// The outcome of the trial before is stored all the same.
+		allSucceeded(t, exp, 2)
+	})
+}
