@@ -543,7 +543,14 @@ func checkAliases(t *testing.T, file string, enum []any, classEnum *regexp.Regex
 	}
 }
 
+// TestConcurrentValidate validates several kinds at once from many
+// goroutines on a fresh schema set, so that kinds compile lazily while
+// others are in use (run it with -race).
 func TestConcurrentValidate(t *testing.T) {
+	c, err := newCompiled()
+	if err != nil {
+		t.Fatal(err)
+	}
 	docs := []struct {
 		kind Kind
 		doc  *source.Doc
@@ -553,6 +560,10 @@ func TestConcurrentValidate(t *testing.T) {
 		{Environment, parse(t, "b.jsonc", `{"name": "x", "class": "bench.environments.LocalEnv", "config": {"run": "true"}}`), false},
 		{Unified, parse(t, "c.jsonc", `{"class": "bench.services.S3FileShareService", "config": {"bucket": "b"}}`), true},
 		{Unified, parse(t, "d.jsonc", `{"class": "bench.services.S3FileShareService", "config": {}}`), false},
+		{Optimizer, parse(t, "e.jsonc", `{"class": "mlos_bench.optimizers.MockOptimizer", "config": {"seed": 1}}`), true},
+		{Storage, parse(t, "f.jsonc", `{"class": "mlos_bench.storage.sql.storage.SqlStorage", "config": {"drivername": "sqlite", "database": "x.db"}}`), true},
+		{TunableParams, parse(t, "g.jsonc", `{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 9], "default": 1}}}}`), true},
+		{TunableParams, parse(t, "h.jsonc", `{"g": {"cost": 1, "params": {"x": {"type": "int", "default": 1}}}}`), false},
 	}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -560,8 +571,9 @@ func TestConcurrentValidate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				for _, d := range docs {
-					if err := Validate(d.kind, d.doc); (err == nil) != d.ok {
+				for j := range docs {
+					d := docs[(j+g)%len(docs)] // each goroutine starts with another kind
+					if err := c.check(d.kind, d.doc); (err == nil) != d.ok {
 						t.Errorf("%s: got %v", d.doc.File, err)
 					}
 				}

@@ -40,24 +40,29 @@ func (e *ValidationError) Unwrap() []error {
 	return out
 }
 
-// compiled holds the compiled root schemas and the raw schema documents
-// (used to read "errorMessage" annotations and declared property names).
+// compiled holds the embedded schema documents, added to one compiler, and
+// the root schema of each kind, compiled on first use: a process pays only
+// for the kinds it validates (a run needs a few of the ten; the unified
+// schema alone costs as much as all the others).
 type compiled struct {
+	raw  map[string]any // canonical file URL -> parsed schema document
+	decl sync.Map       // schema location -> *declared
+
+	mu    sync.Mutex // guards comp and roots
+	comp  *jsonschema.Compiler
 	roots map[Kind]*jsonschema.Schema
-	raw   map[string]any // canonical file URL -> parsed schema document
-	decl  sync.Map       // schema location -> *declared
 }
 
 var (
-	compileOnce sync.Once
-	compiledSet *compiled
-	compileErr  error
+	loadOnce  sync.Once
+	loadedSet *compiled
+	loadErr   error
 )
 
-// load compiles every root schema once per process.
+// load returns the schema set, reading the embedded files once.
 func load() (*compiled, error) {
-	compileOnce.Do(func() { compiledSet, compileErr = compileAll() })
-	return compiledSet, compileErr
+	loadOnce.Do(func() { loadedSet, loadErr = newCompiled() })
+	return loadedSet, loadErr
 }
 
 // noNetwork refuses every URL that was not added as an embedded resource.
@@ -67,11 +72,12 @@ func (noNetwork) Load(url string) (any, error) {
 	return nil, fmt.Errorf("schema %s is not embedded (schemas are never fetched)", url)
 }
 
-func compileAll() (*compiled, error) {
+// newCompiled parses every embedded schema file and adds it to a compiler.
+func newCompiled() (*compiled, error) {
 	c := &compiled{roots: map[Kind]*jsonschema.Schema{}, raw: map[string]any{}}
-	comp := jsonschema.NewCompiler()
-	comp.DefaultDraft(jsonschema.Draft2020)
-	comp.UseLoader(noNetwork{})
+	c.comp = jsonschema.NewCompiler()
+	c.comp.DefaultDraft(jsonschema.Draft2020)
+	c.comp.UseLoader(noNetwork{})
 	err := fs.WalkDir(FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -89,19 +95,62 @@ func compileAll() (*compiled, error) {
 			return fmt.Errorf("schema file %s: $id must be %q", p, url)
 		}
 		c.raw[url] = doc
-		return comp.AddResource(url, doc)
+		return c.comp.AddResource(url, doc)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("schemas: %w", err)
 	}
+	return c, nil
+}
+
+// root returns the compiled root schema of a kind, compiling it (and the
+// schemas it references) the first time.
+func (c *compiled) root(k Kind) (*jsonschema.Schema, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.roots[k]; ok {
+		return s, nil
+	}
+	url := k.SchemaURL()
+	if url == "" {
+		return nil, fmt.Errorf("schemas: unknown config kind %q", k)
+	}
+	s, err := c.comp.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: compile %s: %w", k, err)
+	}
+	c.roots[k] = s
+	return s, nil
+}
+
+// compileAll reads and compiles every schema (tests and benchmarks).
+func compileAll() (*compiled, error) {
+	c, err := newCompiled()
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range Kinds() {
-		s, err := comp.Compile(k.SchemaURL())
-		if err != nil {
-			return nil, fmt.Errorf("schemas: compile %s: %w", k, err)
+		if _, err := c.root(k); err != nil {
+			return nil, err
 		}
-		c.roots[k] = s
 	}
 	return c, nil
+}
+
+// Preload compiles the schemas of the given kinds now (for instance in the
+// background while a program does other work), so that their first
+// Validate does not wait for it.
+func Preload(kinds ...Kind) error {
+	c, err := load()
+	if err != nil {
+		return err
+	}
+	for _, k := range kinds {
+		if _, err := c.root(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Validate checks doc against the schema of the given kind. It returns nil,
@@ -116,9 +165,13 @@ func Validate(kind Kind, doc *source.Doc) error {
 	if err != nil {
 		return err
 	}
-	sch, ok := c.roots[kind]
-	if !ok {
-		return fmt.Errorf("schemas: unknown config kind %q", kind)
+	return c.check(kind, doc)
+}
+
+func (c *compiled) check(kind Kind, doc *source.Doc) error {
+	sch, err := c.root(kind)
+	if err != nil {
+		return err
 	}
 	if doc == nil || doc.Root == nil {
 		return &ValidationError{Problems: []*source.Error{doc.Errorf(nil, "empty config document")}}
@@ -133,7 +186,11 @@ func Validate(kind Kind, doc *source.Doc) error {
 	if kind == Unified {
 		switch k := detect(doc, true); {
 		case k != Unified:
-			if alt := c.validate(c.roots[k], doc); len(alt) > 0 {
+			alt, err := c.root(k)
+			if err != nil {
+				return err
+			}
+			if alt := c.validate(alt, doc); len(alt) > 0 {
 				probs = alt
 			}
 		case doc.Root.Get("class") == nil && isObject(doc.Root.Get("config")):
