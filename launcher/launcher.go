@@ -44,6 +44,7 @@ type Run struct {
 	RootEnv      string // resolved path of the root environment config
 
 	builders []*environments.Builder
+	bases    []*services.Stack // the LocalExecService layer under each runner's services
 	log      *slog.Logger
 }
 
@@ -78,6 +79,16 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		return nil, &configs.UsageError{Msg: "no environment config: give --environment FILE or set \"environment\" in the --config file"}
 	}
 	r.RootEnv = l.Loader.Resolve(l.Environment)
+	// Asking git about the root config's repository starts processes: do it
+	// while the configs load.
+	type gitResult struct{ repo, commit string }
+	gitDone := make(chan gitResult, 1)
+	rootEnv := r.RootEnv // r itself is cleared when Build fails
+	go func() {
+		var g gitResult
+		g.repo, g.commit = gitInfo(rootEnv)
+		gitDone <- g
+	}()
 
 	n, _ := l.Globals["num_trial_runners"].(int64)
 	if n < 1 {
@@ -120,7 +131,8 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		RootEnvConfig: r.RootEnv,
 		FirstTrialID:  schedCfg.TrialID,
 	}
-	info.GitRepo, info.GitCommit = gitInfo(r.RootEnv)
+	g := <-gitDone
+	info.GitRepo, info.GitCommit = g.repo, g.commit
 	for _, t := range r.Optimizer.Targets() {
 		info.Objectives = append(info.Objectives, storage.Objective{Name: t.Name, Direction: t.Direction()})
 	}
@@ -142,7 +154,9 @@ func (r *Run) baseServices(ctx context.Context, b *environments.Builder, globals
 	if err != nil {
 		return nil, err
 	}
-	return b.LoadServices(ctx, r.Launch.Services, globals, services.NewStack(local))
+	base := services.NewStack(local)
+	r.bases = append(r.bases, base)
+	return b.LoadServices(ctx, r.Launch.Services, globals, base)
 }
 
 // initialTunables returns the root environment's tunables with the initial
@@ -420,6 +434,9 @@ func resolvePaths(n *json5.Node) []string {
 func (r *Run) Close() error {
 	var errs []error
 	for _, b := range r.builders {
+		errs = append(errs, b.Close())
+	}
+	for _, b := range r.bases {
 		errs = append(errs, b.Close())
 	}
 	if r.Storage != nil {
