@@ -43,10 +43,17 @@ type result struct {
 	stdout, stderr string
 }
 
+// benchEnv is the environment of a bench process under test: its temp
+// dirs go to a folder the test removes.
+func benchEnv(t *testing.T) []string {
+	return append(os.Environ(), "TMPDIR="+t.TempDir())
+}
+
 func runBench(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(benchBin, args...)
 	cmd.Dir = dir
+	cmd.Env = benchEnv(t)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -175,6 +182,7 @@ func TestKillAndResume(t *testing.T) {
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "K", "--no-progress"}
 	cmd := exec.Command(benchBin, args...)
 	cmd.Dir = dir
+	cmd.Env = benchEnv(t) // the killed process leaves its temp dir behind
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +231,7 @@ func TestInterruptExits130(t *testing.T) {
 	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"; sleep 30`)
 	cmd := exec.Command(benchBin, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "I", "--no-progress")
 	cmd.Dir = dir
+	cmd.Env = benchEnv(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -64,7 +64,7 @@ func (o Options) withDefaults() Options {
 // dirs (services.TempDirs), as mlos_bench's class derives from
 // TempDirContextService.
 type LocalExecService struct {
-	tempDirs
+	*tempDirs
 	cfg  Config
 	opts Options
 	res  resolver

@@ -52,6 +52,79 @@ func TestTempDirFresh(t *testing.T) {
 	}
 }
 
+// TestTempDirReuse: a directory left empty is handed out again (saving a
+// mkdir and a rmdir per trial); one written to is removed, and so is a
+// spare that something wrote to after its release; Close removes spares.
+func TestTempDirReuse(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	svc, err := NewTempDirContext(TempDirConfig{}, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	get := func() (string, func() error) {
+		t.Helper()
+		d, clean, err := svc.TempDir(ctx, "env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entries, err := os.ReadDir(d); err != nil || len(entries) != 0 {
+			t.Fatalf("%s handed out with entries %v (err %v)", d, entries, err)
+		}
+		return d, clean
+	}
+	a, cleanA := get()
+	if err := cleanA(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cleanA(); err != nil { // a second call changes nothing
+		t.Fatal(err)
+	}
+	b, cleanB := get()
+	if b != a {
+		t.Errorf("an empty released dir was not reused: %s then %s", a, b)
+	}
+	// Written to: removed on release, and the next call gets a new one.
+	if err := os.WriteFile(filepath.Join(b, "results.csv"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cleanB(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was written to and not removed: %v", b, err)
+	}
+	c, cleanC := get()
+	if c == b {
+		t.Errorf("a removed dir was handed out again")
+	}
+	// Written to after its release (a background process of its last
+	// user): not handed out again.
+	if err := cleanC(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c, "late"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, cleanD := get()
+	if d == c {
+		t.Errorf("a spare written to after its release was reused")
+	}
+	if _, err := os.Stat(c); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale spare %s not removed: %v", c, err)
+	}
+	if err := cleanD(); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("Close left %v in TMPDIR", entries)
+	}
+}
+
 func TestTempDirKeep(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	svc, err := NewTempDirContext(TempDirConfig{KeepTempDir: true}, Options{Logger: discardLogger()})
