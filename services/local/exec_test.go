@@ -533,3 +533,37 @@ func BenchmarkLocalExecTrue(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLaunchVsShellLoop puts the cost of one LocalExec line
+// (`echo score=$value`: fork/exec of /bin/sh from Go, two output pipes,
+// process group, wait) beside a shell loop making the same launches
+// (`/bin/sh -c "echo score=$i" >> file`), measured in the same run. The
+// "ratio" metric is LocalExec's time per launch over the loop's: the
+// floor of bench's framework overhead benchmark
+// (scripts/bench-overhead.sh) before any storage or bookkeeping.
+func BenchmarkLaunchVsShellLoop(b *testing.B) {
+	svc := newExec(b, DefaultConfig(), Options{Logger: discardLogger()})
+	dir := b.TempDir()
+	req := services.ExecRequest{Dir: dir, Lines: []string{"echo score=$value"}, Env: map[string]string{"value": "1"}}
+	const n = 200
+	loop := fmt.Sprintf(`for i in $(seq %d); do /bin/sh -c "echo score=$i" >> %s/loop.txt; done`, n, dir)
+	var execTime, loopTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		for range n {
+			res, err := svc.LocalExec(context.Background(), req)
+			if err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res.ExitCode)
+			}
+		}
+		execTime += time.Since(start)
+		start = time.Now()
+		if out, err := exec.Command("/bin/sh", "-c", loop).CombinedOutput(); err != nil {
+			b.Fatal(err, string(out))
+		}
+		loopTime += time.Since(start)
+	}
+	b.ReportMetric(float64(execTime.Microseconds())/float64(b.N*n), "us/localexec")
+	b.ReportMetric(float64(loopTime.Microseconds())/float64(b.N*n), "us/shell-launch")
+	b.ReportMetric(float64(execTime)/float64(loopTime), "ratio")
+}
