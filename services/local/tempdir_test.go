@@ -217,3 +217,37 @@ func TestTempDirCancelled(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// BenchmarkTempDir compares what a trial paid for its working directory
+// before (create and remove a directory) with reusing the one the last
+// trial left empty (check that it is empty, twice).
+func BenchmarkTempDir(b *testing.B) {
+	b.Setenv("TMPDIR", b.TempDir())
+	b.Run("create-remove", func(b *testing.B) {
+		for b.Loop() {
+			d, err := os.MkdirTemp("", "bench-env-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.RemoveAll(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reuse", func(b *testing.B) {
+		svc, err := NewTempDirContext(TempDirConfig{}, Options{Logger: discardLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer svc.Close()
+		for b.Loop() {
+			_, cleanup, err := svc.TempDir(context.Background(), "env")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cleanup(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
