@@ -405,10 +405,8 @@ func (s *Scheduler) runnerFor(t storage.Trial) *TrialRunner {
 	return r
 }
 
+// runTrial runs one trial; runSchedule has stored any held outcome.
 func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage.Trial) error {
-	if err := s.flush(ctx); err != nil {
-		return err
-	}
 	if s.observer != nil {
 		s.observer.TrialStarted(t)
 	}
@@ -476,11 +474,6 @@ func scoreOf(opt optimizers.Optimizer, results map[string]any) ([]float64, error
 // finish records a trial's outcome: it is held for the next trial's
 // queuing (see held) unless the optimizer is slow, and stored now then.
 func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage.TrialOutcome, scores []float64) error {
-	if s.held != nil { // cannot happen: every path flushes before running a trial
-		if err := s.flush(ctx); err != nil {
-			return err
-		}
-	}
 	if outcome.Status != environments.CANCELED {
 		s.fresh = append(s.fresh, optimizers.Prior{Values: stringValues(t.Params), Status: outcome.Status, Results: outcome.Results})
 	}

@@ -15,8 +15,8 @@ import (
 // tempDirs hands out working directories: the configured one, or a fresh
 // (empty) one per call under os.TempDir().
 //
-// Creating and removing a directory costs about 0.1 ms on ext4, a tenth of
-// a trivial trial: a directory that is still empty when its user is done
+// Creating and removing a directory costs 0.14–0.16 ms on ext4 (0.02 ms
+// to reuse one; BenchmarkTempDir), a seventh of a trivial trial: a directory that is still empty when its user is done
 // is kept as a spare and handed out again (checked empty once more), and
 // only directories that something was written to are removed. Close
 // removes the spares.

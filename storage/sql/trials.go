@@ -23,7 +23,7 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 	if err := e.s.write(ctx, func(r runner) error { return e.insertTrial(ctx, r, nt) }); err != nil {
 		return storage.Trial{}, err
 	}
-	return nt.trial, nil
+	return *nt, nil
 }
 
 // FinishAndQueue finishes a trial and queues the next one in a single
@@ -46,18 +46,12 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 	if err != nil {
 		return storage.Trial{}, err
 	}
-	return nt.trial, nil
+	return *nt, nil
 }
 
-// newTrial is a checked TrialSpec, ready to insert (the trial id is set
-// by insertTrial).
-type newTrial struct {
-	trial  storage.Trial
-	params map[string]string
-	meta   map[string]string
-}
-
-func (e *experiment) planTrial(spec storage.TrialSpec) (*newTrial, error) {
+// planTrial checks a TrialSpec and returns the trial to insert (its id
+// and config id are set by insertTrial).
+func (e *experiment) planTrial(spec storage.TrialSpec) (*storage.Trial, error) {
 	if spec.TrialRunnerID < 0 {
 		return nil, fmt.Errorf("%w: trial runner id %d is negative", storage.ErrInvalid, spec.TrialRunnerID)
 	}
@@ -77,24 +71,19 @@ func (e *experiment) planTrial(spec storage.TrialSpec) (*newTrial, error) {
 	if spec.Running {
 		status = environments.RUNNING
 	}
-	return &newTrial{
-		trial: storage.Trial{
-			ExperimentID:  e.info.ID,
-			ConfigHash:    clean(hash),
-			TrialRunnerID: spec.TrialRunnerID,
-			Status:        status,
-			TsStart:       normTime(spec.TsStart),
-			Params:        params,
-			Metadata:      meta,
-		},
-		params: params,
-		meta:   meta,
+	return &storage.Trial{
+		ExperimentID:  e.info.ID,
+		ConfigHash:    clean(hash),
+		TrialRunnerID: spec.TrialRunnerID,
+		Status:        status,
+		TsStart:       normTime(spec.TsStart),
+		Params:        params,
+		Metadata:      meta,
 	}, nil
 }
 
 // insertTrial stores a planned trial, setting its id and config id.
-func (e *experiment) insertTrial(ctx context.Context, r runner, nt *newTrial) error {
-	trial := &nt.trial
+func (e *experiment) insertTrial(ctx context.Context, r runner, trial *storage.Trial) error {
 	// Lock the experiment: trial ids are allocated one writer at a time.
 	var exp string
 	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
@@ -104,7 +93,7 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, nt *newTrial) er
 	if err != nil {
 		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
-	if trial.ConfigID, err = e.configID(ctx, r, trial.ConfigHash, nt.params); err != nil {
+	if trial.ConfigID, err = e.configID(ctx, r, trial.ConfigHash, trial.Params); err != nil {
 		return err
 	}
 	var last dbsql.NullInt64
@@ -124,9 +113,9 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, nt *newTrial) er
 		e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), trial.Status.String()); err != nil {
 		return fmt.Errorf("storage: new trial %d of %q: %w", trial.ID, e.info.ID, err)
 	}
-	rows := make([][]any, 0, len(nt.meta))
-	for _, k := range sortedKeys(nt.meta) {
-		rows = append(rows, []any{e.info.ID, trial.ID, k, nt.meta[k]})
+	rows := make([][]any, 0, len(trial.Metadata))
+	for _, k := range sortedKeys(trial.Metadata) {
+		rows = append(rows, []any{e.info.ID, trial.ID, k, trial.Metadata[k]})
 	}
 	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
 		return err
