@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -21,12 +22,8 @@ import (
 // matching globals. Values are string, int64, float64, bool, nil or []any.
 type Params = map[string]any
 
-// Telemetry is one timestamped metric reading.
-type Telemetry struct {
-	Time   time.Time // UTC
-	Metric string
-	Value  any
-}
+// Telemetry is one timestamped metric reading (UTC).
+type Telemetry = trial.Telemetry
 
 // Result is the outcome of Run.
 type Result struct {
@@ -83,18 +80,7 @@ type Environment interface {
 
 // Output is what one command of an environment printed, kept with the
 // trial so that `bench show` can display it.
-type Output struct {
-	Env       string
-	Phase     string // setup, run, teardown, status, upload, download
-	Line      int    // index of the command within the phase
-	Command   string
-	ExitCode  int
-	Stdout    string
-	Stderr    string
-	Truncated bool
-	TimedOut  bool
-	Duration  time.Duration
-}
+type Output = trial.Output
 
 // Recorder collects the output of a trial's commands.
 type Recorder struct {
@@ -144,6 +130,6 @@ func RecordExec(ctx context.Context, env, phase string, res services.ExecResult)
 	}
 	for i, l := range res.Lines {
 		r.Add(Output{Env: env, Phase: phase, Line: i, Command: l.Line, ExitCode: l.ExitCode,
-			Stdout: l.Stdout, Stderr: l.Stderr, Truncated: l.Truncated, TimedOut: l.TimedOut, Duration: l.Duration})
+			Stdout: l.Stdout, Stderr: l.Stderr, Truncated: l.Truncated, TimedOut: l.TimedOut, Start: l.Start, Duration: l.Duration})
 	}
 }

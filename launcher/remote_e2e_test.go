@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/benchtune/bench/trial"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/internal/testenv"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/schemas"
@@ -188,7 +188,7 @@ func checkTrials(t *testing.T, trials []storage.Trial) {
 		t.Fatalf("want 3 trials, got %d", len(trials))
 	}
 	for _, tr := range trials {
-		if tr.Status != environments.SUCCEEDED {
+		if tr.Status != trial.SUCCEEDED {
 			t.Fatalf("trial %d: %s: %s", tr.ID, tr.Status, tr.FailureReason)
 		}
 		threads, _ := strconv.Atoi(tr.Params["threads"])

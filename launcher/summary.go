@@ -3,9 +3,8 @@ package launcher
 import (
 	"context"
 	"fmt"
-	"math"
+	"github.com/benchtune/bench/trial"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -47,37 +46,22 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	for _, t := range targets {
 		s.Targets = append(s.Targets, t.Name+":"+t.Direction())
 	}
-	var bestScores []float64
 	for _, t := range trials {
 		switch {
 		case !t.Finished():
 			s.Pending++
-		case t.Status == environments.SUCCEEDED:
+		case t.Status == trial.SUCCEEDED:
 			s.Succeeded++
-			scores := make([]float64, len(targets))
-			ok := true
-			for i, tg := range targets {
-				f, isNum := t.Results.Float(tg.Name)
-				if !isNum || math.IsNaN(f) {
-					ok = false
-					break
-				}
-				if tg.Max {
-					f = -f
-				}
-				scores[i] = f
-			}
-			if ok && (bestScores == nil || lexLess(scores, bestScores)) {
-				bestScores = scores
-				s.BestTrial = t.ID
-				s.BestConfig = t.Params
-				s.BestScores = map[string]any{}
-				for _, tg := range targets {
-					s.BestScores[tg.Name] = t.Results[tg.Name]
-				}
-			}
 		default:
 			s.Failed++
+		}
+	}
+	if best, _, ok := storage.Best(trials, targets); ok {
+		s.BestTrial = best.ID
+		s.BestConfig = best.Params
+		s.BestScores = map[string]any{}
+		for _, tg := range targets {
+			s.BestScores[tg.Name] = best.Results[tg.Name]
 		}
 	}
 	finished := s.Succeeded + s.Failed
@@ -94,13 +78,4 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d trials did not succeed", s.Failed, finished))
 	}
 	return s, nil
-}
-
-func lexLess(a, b []float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }

@@ -3,10 +3,10 @@ package optimizers
 import (
 	"context"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"log/slog"
 	"strings"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -143,14 +143,14 @@ func (g *Grid) NotConverged() bool {
 }
 
 // Register records a result.
-func (g *Grid) Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error) {
+func (g *Grid) Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
 	return g.Base.Register(tun, status, results)
 }
 
 // BulkRegister records earlier results and removes their configurations
 // from the grid, so that a resumed grid search does not repeat them.
 func (g *Grid) BulkRegister(priors []Prior) error {
-	return g.bulk(priors, func(t *tunables.Groups, s environments.Status, r map[string]any) error {
+	return g.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
 		delete(g.pending, g.keyOf(t))
 		_, err := g.Register(t, s, r)
 		return err

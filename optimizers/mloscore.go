@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"math/rand/v2"
 	"strings"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/optimizers/internal/algo"
-	"github.com/benchtune/bench/optimizers/internal/pareto"
 	"github.com/benchtune/bench/optimizers/localsearch"
 	"github.com/benchtune/bench/tunables"
 )
@@ -201,7 +200,7 @@ func (m *MlosCore) distinct(k int) ([]tunables.Point, error) {
 }
 
 // Register feeds a result to the engine.
-func (m *MlosCore) Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error) {
+func (m *MlosCore) Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
 	scores, err := m.Base.Register(tun, status, results)
 	if err != nil {
 		return nil, err
@@ -245,7 +244,7 @@ func samePoint(a, b tunables.Point) bool {
 
 // BulkRegister warm-starts the engine from earlier trials.
 func (m *MlosCore) BulkRegister(priors []Prior) error {
-	return m.bulk(priors, func(t *tunables.Groups, s environments.Status, r map[string]any) error {
+	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
 		_, err := m.Register(t, s, r)
 		return err
 	})
@@ -334,4 +333,4 @@ func (m *MlosCore) SuggestBatch(ctx context.Context, k int) ([]*tunables.Groups,
 
 // ParetoFront returns the indexes of the non-dominated rows of scores (all
 // minimized; negate maximized targets first).
-func ParetoFront(scores [][]float64) []int { return pareto.Front(scores) }
+func ParetoFront(scores [][]float64) []int { return trial.ParetoFront(scores) }

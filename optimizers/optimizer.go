@@ -7,8 +7,8 @@ package optimizers
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"math"
 	"sort"
 	"strconv"
@@ -16,31 +16,19 @@ import (
 
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
-	"github.com/benchtune/bench/environments"
 	internalregistry "github.com/benchtune/bench/internal/registry"
 	"github.com/benchtune/bench/tunables"
 )
 
-// Target is one optimization target.
-type Target struct {
-	Name string
-	Max  bool // maximize (scores are negated internally)
-}
-
-// Direction returns "min" or "max".
-func (t Target) Direction() string {
-	if t.Max {
-		return "max"
-	}
-	return "min"
-}
+// Target is one optimization target (the shared trial.Objective).
+type Target = trial.Objective
 
 // Observation is one registered result, with scores already turned into
 // values to minimize (max targets negated; failures +Inf).
 type Observation struct {
 	Values map[string]any // tunable values
 	Scores []float64      // one per target, in target order, to minimize
-	Status environments.Status
+	Status trial.Status
 }
 
 // Optimizer suggests configurations and learns from their results.
@@ -54,7 +42,7 @@ type Optimizer interface {
 	// Register records the outcome of a trial. For SUCCEEDED, results must
 	// hold a numeric value for every target; every other completed status
 	// counts as +Inf for every target. It returns the scores (to minimize).
-	Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error)
+	Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error)
 	// BulkRegister warm-starts the optimizer with earlier trials (resume).
 	BulkRegister(trials []Prior) error
 	// NotConverged reports whether more suggestions should be asked for.
@@ -74,7 +62,7 @@ type Optimizer interface {
 // Prior is an earlier trial used to warm-start an optimizer.
 type Prior struct {
 	Values  map[string]any // tunable values (strings from storage are fine)
-	Status  environments.Status
+	Status  trial.Status
 	Results map[string]any
 }
 
@@ -283,86 +271,28 @@ func (b *Base) next() *tunables.Groups {
 
 // ErrMissingMetric is wrapped when a successful trial lacks a target
 // metric or has a non-numeric one.
-var ErrMissingMetric = errors.New("missing or non-numeric target metric")
+var ErrMissingMetric = trial.ErrMissingMetric
 
 // Scores converts results into values to minimize, in target order: the
 // target metrics (negated for max targets) for SUCCEEDED, +Inf for every
 // target otherwise.
-func (b *Base) Scores(status environments.Status, results map[string]any) ([]float64, error) {
-	out := make([]float64, len(b.targets))
-	if status != environments.SUCCEEDED {
-		for i := range out {
-			out[i] = math.Inf(1)
-		}
-		return out, nil
-	}
-	for i, t := range b.targets {
-		v, ok := results[t.Name]
-		if !ok {
-			return nil, fmt.Errorf("%w: the results have no %q metric (got %s)", ErrMissingMetric, t.Name, metricNames(results))
-		}
-		f, ok := Numeric(v)
-		if !ok {
-			return nil, fmt.Errorf("%w: %q is %v, not a number", ErrMissingMetric, t.Name, v)
-		}
-		if t.Max {
-			f = -f
-		}
-		out[i] = f
-	}
-	return out, nil
-}
-
-func metricNames(m map[string]any) string {
-	if len(m) == 0 {
-		return "no metrics"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ", ")
+func (b *Base) Scores(status trial.Status, results map[string]any) ([]float64, error) {
+	return trial.Objectives(b.targets).Scores(status, results)
 }
 
 // Numeric reads a result value as a float (numbers, and strings that
 // parse as numbers).
-func Numeric(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, !math.IsNaN(x)
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil && !math.IsNaN(f)
-	}
-	return 0, false
-}
+func Numeric(v any) (float64, bool) { return trial.Numeric(v) }
 
 // Track records an observation and keeps the best one (lexicographic over
 // the targets, as mlos_bench's TrackBestOptimizer).
-func (b *Base) Track(tun *tunables.Groups, status environments.Status, scores []float64) {
-	if status != environments.SUCCEEDED {
+func (b *Base) Track(tun *tunables.Groups, status trial.Status, scores []float64) {
+	if status != trial.SUCCEEDED {
 		return
 	}
-	if b.best == nil || lexLess(scores, b.best.Scores) {
+	if b.best == nil || trial.Less(scores, b.best.Scores) {
 		b.best = &Observation{Values: tun.Values(), Scores: append([]float64(nil), scores...), Status: status}
 	}
-}
-
-func lexLess(a, c []float64) bool {
-	for i := range a {
-		if a[i] < c[i] {
-			return true
-		}
-		if a[i] > c[i] {
-			return false
-		}
-	}
-	return false
 }
 
 // Best returns the best observation so far.
@@ -374,7 +304,7 @@ func (b *Base) Best() (Observation, bool) {
 }
 
 // Register scores and tracks a result; concrete optimizers call it first.
-func (b *Base) Register(tun *tunables.Groups, status environments.Status, results map[string]any) ([]float64, error) {
+func (b *Base) Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
 	if !status.IsCompleted() {
 		return nil, fmt.Errorf("cannot register a trial with status %s: only completed trials are registered", status)
 	}
@@ -388,10 +318,10 @@ func (b *Base) Register(tun *tunables.Groups, status environments.Status, result
 
 // bulk replays priors through register (skipping CANCELED trials) and
 // turns off start_with_defaults when there is data, like mlos_bench.
-func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, environments.Status, map[string]any) error) error {
+func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, trial.Status, map[string]any) error) error {
 	n := 0
 	for _, p := range priors {
-		if p.Status == environments.CANCELED || !p.Status.IsCompleted() {
+		if p.Status == trial.CANCELED || !p.Status.IsCompleted() {
 			continue
 		}
 		tun := b.tunables.Copy()
@@ -399,9 +329,9 @@ func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, environments
 			return fmt.Errorf("earlier trial's configuration no longer fits the tunables (did the tunables change? use a new experiment id): %w", err)
 		}
 		status := p.Status
-		if status == environments.SUCCEEDED {
+		if status == trial.SUCCEEDED {
 			if _, err := b.Scores(status, p.Results); err != nil {
-				status = environments.FAILED
+				status = trial.FAILED
 			}
 		}
 		if err := register(tun, status, p.Results); err != nil {

@@ -3,6 +3,7 @@ package optimizers
 import (
 	"context"
 	"errors"
+	"github.com/benchtune/bench/trial"
 	"math"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/benchtune/bench/configs/source"
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -71,7 +71,7 @@ func loop(t *testing.T, o Optimizer, n int) float64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+		if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +152,7 @@ func TestGridSearch(t *testing.T) {
 			t.Fatalf("grid point suggested twice: %v", tun.Values())
 		}
 		seen[k] = true
-		if _, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+		if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,7 +167,7 @@ func TestGridSearch(t *testing.T) {
 
 func TestGridSearchResumeSkipsDoneConfigs(t *testing.T) {
 	o := newOpt(t, "mlos_bench.optimizers.GridSearchOptimizer", `{"max_suggestions": 1000, "start_with_defaults": false}`)
-	done := []Prior{{Values: map[string]any{"x": "0", "mode": "a", "y": "-1.0"}, Status: environments.SUCCEEDED, Results: map[string]any{"score": 1.0}}}
+	done := []Prior{{Values: map[string]any{"x": "0", "mode": "a", "y": "-1.0"}, Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}}
 	if err := o.BulkRegister(done); err != nil {
 		t.Fatal(err)
 	}
@@ -228,31 +228,31 @@ func TestMlosCoreDefaultTypeAndErrors(t *testing.T) {
 func TestRegisterRules(t *testing.T) {
 	o := newOpt(t, "mlos_bench.optimizers.MockOptimizer", `{"optimization_targets": {"throughput": "max", "latency": "min"}}`)
 	tun, _ := o.Suggest(context.Background())
-	scores, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": "2.5"})
+	scores, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": "2.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]float64{-100, 2.5}, scores); diff != "" {
 		t.Errorf("max targets are negated: %s", diff)
 	}
-	for _, st := range []environments.Status{environments.FAILED, environments.TIMED_OUT, environments.CANCELED} {
+	for _, st := range []trial.Status{trial.FAILED, trial.TIMED_OUT, trial.CANCELED} {
 		scores, err := o.Register(tun, st, nil)
 		if err != nil || !math.IsInf(scores[0], 1) || !math.IsInf(scores[1], 1) {
 			t.Errorf("%s should register +Inf, got %v %v", st, scores, err)
 		}
 	}
-	if _, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"throughput": 1.0}); !errors.Is(err, ErrMissingMetric) {
+	if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 1.0}); !errors.Is(err, ErrMissingMetric) {
 		t.Errorf("missing metric: %v", err)
 	}
-	if _, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"throughput": "fast", "latency": 1.0}); !errors.Is(err, ErrMissingMetric) {
+	if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": "fast", "latency": 1.0}); !errors.Is(err, ErrMissingMetric) {
 		t.Errorf("non-numeric metric: %v", err)
 	}
-	if _, err := o.Register(tun, environments.RUNNING, nil); err == nil {
+	if _, err := o.Register(tun, trial.RUNNING, nil); err == nil {
 		t.Error("a running trial cannot be registered")
 	}
 	// Lexicographic best: throughput first (declared first), then latency.
-	_, _ = o.Register(tun, environments.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": 1.0})
-	_, _ = o.Register(tun, environments.SUCCEEDED, map[string]any{"throughput": 90.0, "latency": 0.1})
+	_, _ = o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": 1.0})
+	_, _ = o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 90.0, "latency": 0.1})
 	best, _ := o.Best()
 	if diff := cmp.Diff([]float64{-100, 1}, best.Scores); diff != "" {
 		t.Error(diff)
@@ -265,9 +265,9 @@ func TestRegisterRules(t *testing.T) {
 func TestBulkRegisterWarmStart(t *testing.T) {
 	o := newOpt(t, "mlos_bench.optimizers.MlosCoreOptimizer", `{"optimizer_type": "SMAC", "max_suggestions": 10}`)
 	priors := []Prior{
-		{Values: map[string]any{"x": "7", "mode": "c", "y": "0.5"}, Status: environments.SUCCEEDED, Results: map[string]any{"score": "0"}},
-		{Values: map[string]any{"x": "1", "mode": "a", "y": "-1.0"}, Status: environments.FAILED},
-		{Values: map[string]any{"x": "2", "mode": "a", "y": "-1.0"}, Status: environments.CANCELED},
+		{Values: map[string]any{"x": "7", "mode": "c", "y": "0.5"}, Status: trial.SUCCEEDED, Results: map[string]any{"score": "0"}},
+		{Values: map[string]any{"x": "1", "mode": "a", "y": "-1.0"}, Status: trial.FAILED},
+		{Values: map[string]any{"x": "2", "mode": "a", "y": "-1.0"}, Status: trial.CANCELED},
 	}
 	if err := o.BulkRegister(priors); err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func TestBulkRegisterWarmStart(t *testing.T) {
 	if tun.IsDefaults() {
 		t.Error("start_with_defaults is dropped once earlier results exist")
 	}
-	bad := []Prior{{Values: map[string]any{"nope": "1"}, Status: environments.SUCCEEDED, Results: map[string]any{"score": 1}}}
+	bad := []Prior{{Values: map[string]any{"nope": "1"}, Status: trial.SUCCEEDED, Results: map[string]any{"score": 1}}}
 	if err := o.BulkRegister(bad); err == nil || !strings.Contains(err.Error(), "no longer fits") {
 		t.Errorf("got %v", err)
 	}
@@ -311,7 +311,7 @@ func TestSuggestBatchDistinct(t *testing.T) {
 				}
 				// Register only half: the others stay pending.
 				for _, tun := range batch[:2] {
-					if _, err := o.Register(tun, environments.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+					if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -355,7 +355,7 @@ func TestNoRepeatsOnLogIntsAndSpecials(t *testing.T) {
 				seen[tun.Hash()] = true
 				v := tun.Values()
 				score := 1.5 - 0.15*float64(min(v["workers"].(int64), 2)) + 0.01*float64(v["level"].(int64))
-				if err := o.BulkRegister([]Prior{{Values: v, Status: environments.SUCCEEDED, Results: map[string]any{"score": score}}}); err != nil {
+				if err := o.BulkRegister([]Prior{{Values: v, Status: trial.SUCCEEDED, Results: map[string]any{"score": score}}}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -3,9 +3,9 @@ package optimizers
 import (
 	"context"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"math/rand/v2"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -50,7 +50,7 @@ func (m *Mock) Suggest(ctx context.Context) (*tunables.Groups, error) {
 
 // BulkRegister feeds earlier results (they only update the best).
 func (m *Mock) BulkRegister(priors []Prior) error {
-	return m.bulk(priors, func(t *tunables.Groups, s environments.Status, r map[string]any) error {
+	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
 		_, err := m.Register(t, s, r)
 		return err
 	})
@@ -77,7 +77,7 @@ func (o *OneShot) SupportsPreload() bool { return false }
 
 // BulkRegister only updates the best observation.
 func (o *OneShot) BulkRegister(priors []Prior) error {
-	return o.bulk(priors, func(t *tunables.Groups, s environments.Status, r map[string]any) error {
+	return o.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
 		_, err := o.Register(t, s, r)
 		return err
 	})
@@ -146,7 +146,7 @@ func (m *Manual) SupportsPreload() bool { return false }
 
 // BulkRegister only updates the best observation.
 func (m *Manual) BulkRegister(priors []Prior) error {
-	return m.bulk(priors, func(t *tunables.Groups, s environments.Status, r map[string]any) error {
+	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
 		_, err := m.Register(t, s, r)
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"time"
 
 	"github.com/benchtune/bench/environments"
@@ -26,14 +27,14 @@ type TrialRunner struct {
 func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map[string]any) (out storage.TrialOutcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
-	defer func() { out.Output = toStorageOutput(rec.Outputs()) }()
+	defer func() { out.Output = rec.Outputs() }()
 
 	if err := r.Env.Open(ctx); err != nil {
 		out.Status, out.FailureReason = failure("opening the environment", err)
 		return out
 	}
 	defer func() {
-		if err := r.Env.Close(); err != nil && out.FailureReason == "" && out.Status != environments.SUCCEEDED {
+		if err := r.Env.Close(); err != nil && out.FailureReason == "" && out.Status != trial.SUCCEEDED {
 			out.FailureReason = "closing the environment: " + err.Error()
 		}
 	}()
@@ -44,34 +45,34 @@ func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map
 	}
 	res := r.Env.Run(ctx)
 	st := r.Env.Status(ctx)
-	out.Telemetry = toStorageTelemetry(st.Telemetry)
+	out.Telemetry = st.Telemetry
 	out.Status = res.Status
 	out.Ts = res.Time
 	out.Results = res.Metrics
 	out.FailureReason = res.Reason
-	if st.Err != nil && out.Status == environments.SUCCEEDED {
-		out.Status = environments.FAILED
+	if st.Err != nil && out.Status == trial.SUCCEEDED {
+		out.Status = trial.FAILED
 		out.FailureReason = "reading telemetry: " + st.Err.Error()
 	}
 	if !res.Status.IsCompleted() {
-		out.Status = environments.FAILED
+		out.Status = trial.FAILED
 		out.FailureReason = fmt.Sprintf("the environment finished its run step with status %s instead of a final status", res.Status)
 	}
-	if out.Status != environments.SUCCEEDED {
+	if out.Status != trial.SUCCEEDED {
 		out.Results = nil
 	}
 	return out
 }
 
 // failure maps an error to a trial status and reason.
-func failure(step string, err error) (environments.Status, string) {
+func failure(step string, err error) (trial.Status, string) {
 	if errors.Is(err, services.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
-		return environments.TIMED_OUT, step + " timed out: " + err.Error()
+		return trial.TIMED_OUT, step + " timed out: " + err.Error()
 	}
 	if errors.Is(err, context.Canceled) {
-		return environments.CANCELED, step + " cancelled"
+		return trial.CANCELED, step + " cancelled"
 	}
-	return environments.FAILED, step + " failed: " + err.Error()
+	return trial.FAILED, step + " failed: " + err.Error()
 }
 
 // Teardown opens the environment and tears it down.
@@ -81,21 +82,4 @@ func (r *TrialRunner) Teardown(ctx context.Context) error {
 	}
 	err := r.Env.Teardown(ctx)
 	return errors.Join(err, r.Env.Close())
-}
-
-func toStorageTelemetry(in []environments.Telemetry) []storage.Telemetry {
-	out := make([]storage.Telemetry, len(in))
-	for i, t := range in {
-		out[i] = storage.Telemetry{Ts: t.Time, Metric: t.Metric, Value: t.Value}
-	}
-	return out
-}
-
-func toStorageOutput(in []environments.Output) []storage.Output {
-	out := make([]storage.Output, len(in))
-	for i, o := range in {
-		out[i] = storage.Output{Phase: o.Phase, Env: o.Env, Line: o.Line, Command: o.Command, ExitCode: o.ExitCode,
-			Stdout: o.Stdout, Stderr: o.Stderr, Truncated: o.Truncated, Duration: o.Duration}
-	}
-	return out
 }

@@ -8,13 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"log/slog"
 	"maps"
 	"math"
 	"strconv"
 	"time"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
@@ -371,7 +371,7 @@ func (s *Scheduler) runSchedule(ctx context.Context, running bool) error {
 		s.queued = nil
 	}
 	for _, t := range pending {
-		if !running && t.Status != environments.PENDING {
+		if !running && t.Status != trial.PENDING {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -414,7 +414,7 @@ func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage
 	if err := tun.Assign(stringValues(t.Params)); err != nil {
 		// The stored configuration no longer fits (tunables changed):
 		// record it as failed rather than stopping the experiment.
-		outcome := storage.TrialOutcome{Status: environments.FAILED, FailureReason: "configuration does not fit the current tunables: " + err.Error()}
+		outcome := storage.TrialOutcome{Status: trial.FAILED, FailureReason: "configuration does not fit the current tunables: " + err.Error()}
 		return s.finish(ctx, t, outcome, nil)
 	}
 	globals := maps.Clone(s.globals)
@@ -428,8 +428,8 @@ func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage
 	globals["trial_runner_id"] = int64(runner.ID)
 
 	s.stats.Run++
-	if !(s.warm && t.Status == environments.RUNNING) { // else NewTrial recorded the start just now
-		if err := s.exp.UpdateStatus(ctx, t.ID, environments.RUNNING, time.Time{}); err != nil {
+	if !(s.warm && t.Status == trial.RUNNING) { // else NewTrial recorded the start just now
+		if err := s.exp.UpdateStatus(ctx, t.ID, trial.RUNNING, time.Time{}); err != nil {
 			return err
 		}
 	}
@@ -442,10 +442,10 @@ func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage
 		return ctx.Err()
 	}
 	var scores []float64
-	if outcome.Status == environments.SUCCEEDED {
+	if outcome.Status == trial.SUCCEEDED {
 		sc, err := scoreOf(s.opt, outcome.Results)
 		if err != nil {
-			outcome.Status = environments.FAILED
+			outcome.Status = trial.FAILED
 			outcome.FailureReason = err.Error()
 		} else {
 			scores = sc
@@ -474,13 +474,13 @@ func scoreOf(opt optimizers.Optimizer, results map[string]any) ([]float64, error
 // finish records a trial's outcome: it is held for the next trial's
 // queuing (see held) unless the optimizer is slow, and stored now then.
 func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage.TrialOutcome, scores []float64) error {
-	if outcome.Status != environments.CANCELED {
+	if outcome.Status != trial.CANCELED {
 		s.fresh = append(s.fresh, optimizers.Prior{Values: stringValues(t.Params), Status: outcome.Status, Results: outcome.Results})
 	}
 	switch outcome.Status {
-	case environments.SUCCEEDED:
+	case trial.SUCCEEDED:
 		s.stats.Succeeded++
-	case environments.FAILED, environments.TIMED_OUT:
+	case trial.FAILED, trial.TIMED_OUT:
 		s.stats.Failed++
 	}
 	s.held = &heldOutcome{trial: t, outcome: outcome, scores: scores}

@@ -3,6 +3,7 @@ package schedulers
 import (
 	"context"
 	"errors"
+	"github.com/benchtune/bench/trial"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,8 +40,8 @@ func (f *fakeEnv) Parameters() environments.Params { return f.params }
 func (f *fakeEnv) Open(ctx context.Context) error  { f.opens++; return nil }
 func (f *fakeEnv) Close() error                    { f.closes++; return nil }
 func (f *fakeEnv) Status(context.Context) environments.StatusReport {
-	return environments.StatusReport{Status: environments.READY, Time: time.Now().UTC(),
-		Telemetry: []environments.Telemetry{{Time: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Metric: "cpu", Value: 0.5}}}
+	return environments.StatusReport{Status: trial.READY, Time: time.Now().UTC(),
+		Telemetry: []environments.Telemetry{{Ts: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Metric: "cpu", Value: 0.5}}}
 }
 func (f *fakeEnv) Teardown(context.Context) error { f.teardowns++; return nil }
 func (f *fakeEnv) Setup(ctx context.Context, tun *tunables.Groups, g environments.Params) error {
@@ -71,7 +72,7 @@ func testTunables(t *testing.T) *tunables.Groups {
 
 func score(p environments.Params) environments.Result {
 	x := float64(p["x"].(int64))
-	return environments.Result{Status: environments.SUCCEEDED, Time: time.Now().UTC(), Metrics: map[string]any{"score": (x - 3) * (x - 3)}}
+	return environments.Result{Status: trial.SUCCEEDED, Time: time.Now().UTC(), Metrics: map[string]any{"score": (x - 3) * (x - 3)}}
 }
 
 func openStore(t *testing.T, path string) storage.Storage {
@@ -132,7 +133,7 @@ func TestRunsBudgetWithRepeats(t *testing.T) {
 		t.Fatalf("4 suggestions x 3 repeats = 12 trials, got %d", len(ts))
 	}
 	for i, tr := range ts {
-		if tr.Status != environments.SUCCEEDED || tr.Metadata["repeat_i"] != []string{"1", "2", "3"}[i%3] {
+		if tr.Status != trial.SUCCEEDED || tr.Metadata["repeat_i"] != []string{"1", "2", "3"}[i%3] {
 			t.Errorf("trial %d: %s repeat %s", tr.ID, tr.Status, tr.Metadata["repeat_i"])
 		}
 		if tr.Params["x"] != ts[i-i%3].Params["x"] {
@@ -177,11 +178,11 @@ func TestFailuresAreStoredAndTheExperimentGoesOn(t *testing.T) {
 			n++
 			switch n {
 			case 1:
-				return environments.Result{Status: environments.FAILED, Reason: "script exited with 3"}
+				return environments.Result{Status: trial.FAILED, Reason: "script exited with 3"}
 			case 2:
-				return environments.Result{Status: environments.SUCCEEDED, Metrics: map[string]any{"latency": 1.0}}
+				return environments.Result{Status: trial.SUCCEEDED, Metrics: map[string]any{"latency": 1.0}}
 			case 3:
-				return environments.Result{Status: environments.READY}
+				return environments.Result{Status: trial.READY}
 			}
 			return score(p)
 		})
@@ -190,13 +191,13 @@ func TestFailuresAreStoredAndTheExperimentGoesOn(t *testing.T) {
 	}
 	ts := trials(t, s.exp)
 	want := []struct {
-		status environments.Status
+		status trial.Status
 		reason string
 	}{
-		{environments.FAILED, "script exited with 3"},
-		{environments.FAILED, `no "score" metric`},
-		{environments.FAILED, "instead of a final status"},
-		{environments.SUCCEEDED, ""},
+		{trial.FAILED, "script exited with 3"},
+		{trial.FAILED, `no "score" metric`},
+		{trial.FAILED, "instead of a final status"},
+		{trial.SUCCEEDED, ""},
 	}
 	if len(ts) != len(want) {
 		t.Fatalf("got %d trials", len(ts))
@@ -219,14 +220,14 @@ func TestSetupFailureAndTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := trials(t, s.exp)
-	if len(ts) != 1 || ts[0].Status != environments.FAILED || !strings.Contains(ts[0].FailureReason, "setup failed: boom") {
+	if len(ts) != 1 || ts[0].Status != trial.FAILED || !strings.Contains(ts[0].FailureReason, "setup failed: boom") {
 		t.Fatalf("%+v", ts)
 	}
 	st2 := openStore(t, filepath.Join(t.TempDir(), "db2.sqlite"))
 	s2 := newSetup(t, st2, Config{ExperimentID: "e"}, nil, nil)
 	s2.env.setupErr = context.DeadlineExceeded
 	_ = s2.sched.Start(context.Background())
-	if ts := trials(t, s2.exp); ts[0].Status != environments.TIMED_OUT {
+	if ts := trials(t, s2.exp); ts[0].Status != trial.TIMED_OUT {
 		t.Errorf("a setup timeout is TIMED_OUT, got %s", ts[0].Status)
 	}
 }
@@ -244,7 +245,7 @@ func TestResumeRunsPendingAndCompletesBudget(t *testing.T) {
 			if runs == 4 {
 				cancel()
 				<-ctx.Done()
-				return environments.Result{Status: environments.CANCELED}
+				return environments.Result{Status: trial.CANCELED}
 			}
 			return score(p)
 		})
@@ -271,7 +272,7 @@ func TestResumeRunsPendingAndCompletesBudget(t *testing.T) {
 		t.Fatalf("the budget of 8 counts the first run's trials: got %d", len(ts))
 	}
 	for i, tr := range ts {
-		if tr.ID != i+1 || tr.Status != environments.SUCCEEDED {
+		if tr.ID != i+1 || tr.Status != trial.SUCCEEDED {
 			t.Errorf("trial %d: id %d %s", i, tr.ID, tr.Status)
 		}
 	}
@@ -397,7 +398,7 @@ func TestOneCommitPerTrial(t *testing.T) {
 			t.Fatalf("%d trials stored, want %d", len(ts), want)
 		}
 		for _, tr := range ts {
-			if tr.Status != environments.SUCCEEDED {
+			if tr.Status != trial.SUCCEEDED {
 				t.Errorf("trial %d: %s", tr.ID, tr.Status)
 			}
 		}

@@ -53,6 +53,7 @@ type LineResult struct {
 	// the tail are kept.
 	Truncated bool
 	TimedOut  bool
+	Start     time.Time // when the line started (zero when unknown)
 	Duration  time.Duration
 }
 

@@ -21,9 +21,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"github.com/benchtune/bench/trial"
 	"time"
-
-	"github.com/benchtune/bench/environments"
 )
 
 // Errors callers can test for with errors.Is.
@@ -90,7 +89,7 @@ type Experiment interface {
 	// an unfinished trial at ts (zero: now) and adds it to the status
 	// history. Moving to RUNNING sets the trial's start time to ts. A
 	// finished trial gives ErrFinished and is not changed.
-	UpdateStatus(ctx context.Context, trialID int, status environments.Status, ts time.Time) error
+	UpdateStatus(ctx context.Context, trialID int, status trial.Status, ts time.Time) error
 	// Finish records the final status of a trial with its results,
 	// telemetry, captured output and failure reason in one transaction:
 	// everything is written or nothing is. Finishing a finished trial gives
@@ -117,7 +116,7 @@ type Experiment interface {
 	// SetStatus records the experiment's own status (RUNNING while a bench
 	// process works on it, then SUCCEEDED, FAILED or CANCELED). A final
 	// status also sets the experiment's end time; a non-final one clears it.
-	SetStatus(ctx context.Context, status environments.Status, ts time.Time) error
+	SetStatus(ctx context.Context, status trial.Status, ts time.Time) error
 }
 
 // Objective is one optimization target of an experiment.
@@ -125,6 +124,15 @@ type Objective struct {
 	Name      string  `json:"name"`
 	Direction string  `json:"direction"` // "min" or "max"
 	Weight    float64 `json:"weight,omitempty"`
+}
+
+// Targets returns the objectives as the shared trial.Objectives.
+func Targets(objs []Objective) trial.Objectives {
+	out := make(trial.Objectives, len(objs))
+	for i, o := range objs {
+		out[i] = trial.Objective{Name: o.Name, Max: o.Direction == "max"}
+	}
+	return out
 }
 
 // ExperimentInfo describes an experiment.
@@ -137,11 +145,11 @@ type ExperimentInfo struct {
 	Objectives    []Objective `json:"objectives"`
 
 	// Filled in by the storage.
-	Status     environments.Status `json:"status"`
-	TsStart    time.Time           `json:"ts_start"`
-	TsEnd      time.Time           `json:"ts_end,omitzero"`       // zero while not finished
-	DriverName string              `json:"driver_name,omitempty"` // host of the last bench process that opened it for writing
-	DriverPID  int                 `json:"driver_pid,omitempty"`
+	Status     trial.Status `json:"status"`
+	TsStart    time.Time    `json:"ts_start"`
+	TsEnd      time.Time    `json:"ts_end,omitzero"`       // zero while not finished
+	DriverName string       `json:"driver_name,omitempty"` // host of the last bench process that opened it for writing
+	DriverPID  int          `json:"driver_pid,omitempty"`
 
 	// FirstTrialID is the id of the first trial of an experiment that has
 	// none yet (mlos_bench's trial_id global). Values below 1 mean 1. It is
@@ -153,7 +161,7 @@ type ExperimentInfo struct {
 type ExperimentSummary struct {
 	ExperimentInfo
 	// Trials counts the experiment's trials by status.
-	Trials map[environments.Status]int `json:"trials"`
+	Trials map[trial.Status]int `json:"trials"`
 }
 
 // TrialSpec is what NewTrial stores.
@@ -179,16 +187,16 @@ type TrialSpec struct {
 
 // Trial is a stored trial.
 type Trial struct {
-	ExperimentID  string              `json:"experiment_id"`
-	ID            int                 `json:"trial_id"`
-	ConfigID      int64               `json:"config_id"`
-	ConfigHash    string              `json:"config_hash"`
-	TrialRunnerID int                 `json:"trial_runner_id,omitempty"` // 0: unassigned
-	Status        environments.Status `json:"status"`
-	TsStart       time.Time           `json:"ts_start"`
-	TsEnd         time.Time           `json:"ts_end,omitzero"` // zero while not finished
-	Params        map[string]string   `json:"params"`
-	Metadata      map[string]string   `json:"metadata,omitempty"`
+	ExperimentID  string            `json:"experiment_id"`
+	ID            int               `json:"trial_id"`
+	ConfigID      int64             `json:"config_id"`
+	ConfigHash    string            `json:"config_hash"`
+	TrialRunnerID int               `json:"trial_runner_id,omitempty"` // 0: unassigned
+	Status        trial.Status      `json:"status"`
+	TsStart       time.Time         `json:"ts_start"`
+	TsEnd         time.Time         `json:"ts_end,omitzero"` // zero while not finished
+	Params        map[string]string `json:"params"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
 	// Results are set once the trial is finished (nil before).
 	Results       Metrics `json:"results,omitempty"`
 	FailureReason string  `json:"failure_reason,omitempty"`
@@ -208,57 +216,25 @@ type TrialDetail struct {
 // TrialFilter selects trials. The zero value selects all of them.
 type TrialFilter struct {
 	// Statuses keeps only trials in one of these statuses (nil: all).
-	Statuses []environments.Status
+	Statuses []trial.Status
 	// AfterID keeps only trials with a larger id.
 	AfterID int
 	// Limit caps the number of trials returned (0: no cap).
 	Limit int
 }
 
-// TrialOutcome is what Finish records.
-type TrialOutcome struct {
-	// Status must be final: SUCCEEDED, FAILED, TIMED_OUT or CANCELED.
-	Status environments.Status
-	// Ts is the end time; zero means now.
-	Ts time.Time
-	// Results maps metric names to numbers, strings, booleans or nil; they
-	// are stored as text (see FormatValue).
-	Results map[string]any
-	// Telemetry are time-stamped metrics gathered while the trial ran.
-	// A (Ts, Metric) pair given twice is kept once.
-	Telemetry []Telemetry
-	// Output is the captured output of the commands the trial ran.
-	Output []Output
-	// FailureReason says why a trial did not succeed.
-	FailureReason string
-}
+// TrialOutcome is what Finish records (see trial.Outcome).
+type TrialOutcome = trial.Outcome
 
-// Telemetry is one time-stamped metric value. Values given to Finish may be
-// numbers, strings, booleans or nil; read back they are float64 when the
-// stored text is numeric, string otherwise, or nil.
-type Telemetry struct {
-	Ts     time.Time `json:"ts"`
-	Metric string    `json:"metric"`
-	Value  any       `json:"value"`
-}
+// Telemetry is one time-stamped metric value (see trial.Telemetry).
+type Telemetry = trial.Telemetry
 
-// Output is the captured output of one command of a trial.
-type Output struct {
-	Phase    string `json:"phase"`   // setup, run, teardown, status
-	Env      string `json:"env"`     // environment name
-	Line     int    `json:"line"`    // index of the command in the phase's script
-	Command  string `json:"command"` // the command as run
-	ExitCode int    `json:"exit_code"`
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	// Truncated tells that Stdout or Stderr were cut by the capture limit.
-	Truncated bool          `json:"truncated,omitempty"`
-	Start     time.Time     `json:"start,omitzero"`
-	Duration  time.Duration `json:"duration_ns"`
-}
+// Output is the captured output of one command of a trial (see
+// trial.Output).
+type Output = trial.Output
 
 // StatusChange is one entry of a trial's status history.
 type StatusChange struct {
-	Ts     time.Time           `json:"ts"`
-	Status environments.Status `json:"status"`
+	Ts     time.Time    `json:"ts"`
+	Status trial.Status `json:"status"`
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // FormatValue renders a result or telemetry value as the text stored in the
@@ -170,15 +170,6 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// MarshalJSON writes the value as Metrics.MarshalJSON does.
-func (t Telemetry) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Ts     time.Time `json:"ts"`
-		Metric string    `json:"metric"`
-		Value  any       `json:"value"`
-	}{t.Ts, t.Metric, jsonSafe(t.Value)})
-}
-
 func jsonSafe(v any) any {
 	switch x := v.(type) {
 	case float64:
@@ -208,4 +199,26 @@ func HashParams(params map[string]string) string {
 		fmt.Fprintf(h, "%q=%q\n", k, params[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Best returns the best finished trial of trials by the objectives: the
+// one rule for "which trial is best" (trial.Objectives.Scores, then
+// trial.Less), used by the scheduler's progress, the run summary and
+// `bench results`. Trials that did not succeed, or whose results lack a
+// numeric target, are skipped; ok is false when none is left. scores are
+// to minimize (max targets negated).
+func Best(trials []Trial, objectives trial.Objectives) (best Trial, scores []float64, ok bool) {
+	for _, t := range trials {
+		if !t.Finished() || t.Status != trial.SUCCEEDED {
+			continue
+		}
+		sc, err := objectives.Scores(t.Status, t.Results)
+		if err != nil {
+			continue
+		}
+		if !ok || trial.Less(sc, scores) {
+			best, scores, ok = t, sc, true
+		}
+	}
+	return best, scores, ok
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"io"
 	"log/slog"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
 )
@@ -93,7 +93,7 @@ func (p *progress) TrialFinished(t storage.Trial, o storage.TrialOutcome, scores
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
-	if o.Status == environments.FAILED || o.Status == environments.TIMED_OUT {
+	if o.Status == trial.FAILED || o.Status == trial.TIMED_OUT {
 		p.failed++
 	}
 	if len(scores) == len(p.targets) && len(scores) > 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"io"
 	"sort"
 	"strconv"
@@ -16,9 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchtune/bench/configs"
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/launcher"
-	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -150,8 +149,8 @@ func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format 
 		for _, o := range e.Objectives {
 			objs = append(objs, o.Name+":"+o.Direction)
 		}
-		rows = append(rows, []string{e.ID, e.Status.String(), strconv.Itoa(total), strconv.Itoa(e.Trials[environments.SUCCEEDED]),
-			strconv.Itoa(e.Trials[environments.FAILED] + e.Trials[environments.TIMED_OUT]), e.TsStart.Local().Format(time.DateTime), strings.Join(objs, ","), e.Description})
+		rows = append(rows, []string{e.ID, e.Status.String(), strconv.Itoa(total), strconv.Itoa(e.Trials[trial.SUCCEEDED]),
+			strconv.Itoa(e.Trials[trial.FAILED] + e.Trials[trial.TIMED_OUT]), e.TsStart.Local().Format(time.DateTime), strings.Join(objs, ","), e.Description})
 	}
 	return writeRows(w, format, header, rows)
 }
@@ -281,30 +280,20 @@ func mapStrings(in []string, f func(string) string) []string {
 // paretoTrials keeps the successful trials that no other successful trial
 // dominates on the objectives.
 func paretoTrials(objs []storage.Objective, trials []storage.Trial) []storage.Trial {
+	targets := storage.Targets(objs)
 	var cands []storage.Trial
 	var scores [][]float64
 	for _, t := range trials {
-		if t.Status != environments.SUCCEEDED {
+		if t.Status != trial.SUCCEEDED {
 			continue
 		}
-		row := make([]float64, 0, len(objs))
-		for _, o := range objs {
-			f, ok := t.Results.Float(o.Name)
-			if !ok {
-				break
-			}
-			if o.Direction == "max" {
-				f = -f
-			}
-			row = append(row, f)
-		}
-		if len(row) == len(objs) {
+		if row, err := targets.Scores(t.Status, t.Results); err == nil {
 			cands = append(cands, t)
 			scores = append(scores, row)
 		}
 	}
 	var out []storage.Trial
-	for _, i := range optimizers.ParetoFront(scores) {
+	for _, i := range trial.ParetoFront(scores) {
 		out = append(out, cands[i])
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -336,10 +336,10 @@ func TestCompositeLocal(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	wantTel := []environments.Telemetry{
-		{Time: ts1.UTC(), Metric: "cpu_load", Value: 0.64},
-		{Time: ts1.UTC(), Metric: "mem_usage", Value: int64(5120)},
-		{Time: ts2.UTC(), Metric: "cpu_load", Value: 0.79},
-		{Time: ts2.UTC(), Metric: "mem_usage", Value: int64(40960)},
+		{Ts: ts1.UTC(), Metric: "cpu_load", Value: 0.64},
+		{Ts: ts1.UTC(), Metric: "mem_usage", Value: int64(5120)},
+		{Ts: ts2.UTC(), Metric: "cpu_load", Value: 0.79},
+		{Ts: ts2.UTC(), Metric: "mem_usage", Value: int64(40960)},
 	}
 	if st.Status != environments.READY || st.Err != nil {
 		t.Errorf("status %s, err %v", st.Status, st.Err)

@@ -219,10 +219,10 @@ func TestTelemetry(t *testing.T) {
 	naive := func(ts time.Time) string { return ts.In(time.Local).Format("2006-01-02 15:04:05.000000") }
 	iso := func(ts time.Time) string { return ts.UTC().Format(time.RFC3339Nano) }
 	wantRows := []environments.Telemetry{
-		{Time: ts1.UTC(), Metric: "cpu_load", Value: 0.65},
-		{Time: ts1.UTC(), Metric: "mem_usage", Value: int64(10240)},
-		{Time: ts2.UTC(), Metric: "cpu_load", Value: 0.8},
-		{Time: ts2.UTC(), Metric: "mem_usage", Value: int64(20480)},
+		{Ts: ts1.UTC(), Metric: "cpu_load", Value: 0.65},
+		{Ts: ts1.UTC(), Metric: "mem_usage", Value: int64(10240)},
+		{Ts: ts2.UTC(), Metric: "cpu_load", Value: 0.8},
+		{Ts: ts2.UTC(), Metric: "mem_usage", Value: int64(20480)},
 	}
 	rows := func(header string, format func(time.Time) string) []string {
 		var lines []string
@@ -235,7 +235,7 @@ func TestTelemetry(t *testing.T) {
 			if i > 0 {
 				redirect = ">>"
 			}
-			lines = append(lines, fmt.Sprintf("echo '%s,%s,%v' %s telemetry.csv", format(r.Time), r.Metric, r.Value, redirect))
+			lines = append(lines, fmt.Sprintf("echo '%s,%s,%v' %s telemetry.csv", format(r.Ts), r.Metric, r.Value, redirect))
 		}
 		return lines
 	}

@@ -194,7 +194,7 @@ func (e *Env) Status(context.Context) environments.StatusReport {
 	vals := e.produce(e.statusRnd)
 	tel := make([]environments.Telemetry, 0, len(e.metrics))
 	for _, m := range e.metrics {
-		tel = append(tel, environments.Telemetry{Time: now, Metric: m, Value: vals[m]})
+		tel = append(tel, environments.Telemetry{Ts: now, Metric: m, Value: vals[m]})
 	}
 	return environments.StatusReport{Status: environments.READY, Time: now, Telemetry: tel}
 }

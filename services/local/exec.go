@@ -230,6 +230,7 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line, dir strin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
+	lr.Start = start.UTC()
 	err = cmd.Start()
 	// The child has its own copies of the write ends: close ours, so that
 	// reading ends when every process holding them is gone.

@@ -2,13 +2,13 @@ package sql
 
 import (
 	"context"
+	"github.com/benchtune/bench/trial"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -24,12 +24,12 @@ func benchTrial(b *testing.B, exp storage.Experiment, i int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := exp.UpdateStatus(ctx, tr.ID, environments.RUNNING, time.Time{}); err != nil {
+	if err := exp.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Now()
 	out := storage.TrialOutcome{
-		Status:  environments.SUCCEEDED,
+		Status:  trial.SUCCEEDED,
 		Results: map[string]any{"score": float64(i), "latency": 0.5, "note": "ok"},
 		Output:  []storage.Output{{Phase: "run", Env: "bench", Command: "./run.sh", Stdout: strings.Repeat("x", 1024), Start: now, Duration: time.Millisecond}},
 	}
@@ -115,7 +115,7 @@ func BenchmarkSchedulerTrial(b *testing.B) {
 	}
 	outcome := func(i int) storage.TrialOutcome {
 		return storage.TrialOutcome{
-			Status:  environments.SUCCEEDED,
+			Status:  trial.SUCCEEDED,
 			Results: map[string]any{"score": float64(i)},
 			Output:  []storage.Output{{Phase: "run", Env: "bench", Command: "echo score=$value", Stdout: "score=" + strconv.Itoa(i) + "\n", Start: time.Now(), Duration: time.Millisecond}},
 		}

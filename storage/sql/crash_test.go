@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -19,7 +20,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -35,7 +35,7 @@ const crashExperiment = "crash"
 func crashOutcome(id int) storage.TrialOutcome {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(id) * time.Hour)
 	out := storage.TrialOutcome{
-		Status:  environments.SUCCEEDED,
+		Status:  trial.SUCCEEDED,
 		Ts:      base.Add(time.Minute),
 		Results: map[string]any{"score": float64(id) * 1.5, "name": fmt.Sprintf("trial-%d", id)},
 	}
@@ -104,7 +104,7 @@ func TestCrashChild(t *testing.T) {
 					}
 					id = tr.ID
 				}
-				if err := exp.UpdateStatus(ctx, id, environments.RUNNING, time.Time{}); err != nil {
+				if err := exp.UpdateStatus(ctx, id, trial.RUNNING, time.Time{}); err != nil {
 					if errors.Is(err, storage.ErrFinished) {
 						continue // its commit landed after the last check
 					}
@@ -295,7 +295,7 @@ func checkCrashedDB(t *testing.T, cfg storage.Config, reported map[int]bool) {
 				t.Errorf("unfinished trial %d has part of an outcome: %d results, %d telemetry, %d outputs",
 					tr.ID, len(d.Results), len(d.Telemetry), len(d.Output))
 			}
-			if tr.Status != environments.PENDING && tr.Status != environments.RUNNING {
+			if tr.Status != trial.PENDING && tr.Status != trial.RUNNING {
 				t.Errorf("unfinished trial %d is %s", tr.ID, tr.Status)
 			}
 			continue
@@ -310,7 +310,7 @@ func checkCrashedDB(t *testing.T, cfg storage.Config, reported map[int]bool) {
 		if d.Results.Text("name") != want.Results["name"] || d.Results["score"] != want.Results["score"] || len(d.Results) != 2 {
 			t.Errorf("finished trial %d results: %v", tr.ID, d.Results)
 		}
-		if last := d.History[len(d.History)-1]; last.Status != environments.SUCCEEDED {
+		if last := d.History[len(d.History)-1]; last.Status != trial.SUCCEEDED {
 			t.Errorf("trial %d history ends with %v", tr.ID, last)
 		}
 	}

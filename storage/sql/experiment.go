@@ -5,12 +5,12 @@ import (
 	dbsql "database/sql"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -36,7 +36,7 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 			(exp_id, description, root_env_config, git_repo, git_commit, ts_start, status, driver_name, driver_pid)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (exp_id) DO NOTHING`,
 			info.ID, clean(info.Description), clean(info.RootEnvConfig), clean(info.GitRepo), clean(info.GitCommit),
-			s.dialect.ts(now), environments.PENDING.String(), clean(host), pid)
+			s.dialect.ts(now), trial.PENDING.String(), clean(host), pid)
 		if err != nil {
 			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
 		}
@@ -138,7 +138,7 @@ func scanExperiment(sc interface{ Scan(...any) error }) (storage.ExperimentInfo,
 	info.TsStart, info.TsEnd = start.t, end.t
 	info.DriverName, info.DriverPID = driverName.String, int(driverPID.Int64)
 	if status.Valid {
-		st, err := environments.ParseStatus(status.String)
+		st, err := trial.ParseStatus(status.String)
 		if err != nil {
 			return info, fmt.Errorf("experiment %q: %w", info.ID, err)
 		}
@@ -217,7 +217,7 @@ func (s *Store) Experiments(ctx context.Context) ([]storage.ExperimentSummary, e
 			if err != nil {
 				return err
 			}
-			out = append(out, storage.ExperimentSummary{ExperimentInfo: info, Trials: map[environments.Status]int{}})
+			out = append(out, storage.ExperimentSummary{ExperimentInfo: info, Trials: map[trial.Status]int{}})
 			return nil
 		}, `SELECT `+experimentCols+` FROM experiment ORDER BY exp_id`)
 		if err != nil {
@@ -240,7 +240,7 @@ func (s *Store) Experiments(ctx context.Context) ([]storage.ExperimentSummary, e
 			if err := rows.Scan(&exp, &status, &n); err != nil {
 				return err
 			}
-			st, err := environments.ParseStatus(status)
+			st, err := trial.ParseStatus(status)
 			if err != nil {
 				return fmt.Errorf("experiment %q: %w", exp, err)
 			}
@@ -271,7 +271,7 @@ func (e *experiment) Info() storage.ExperimentInfo {
 	return info
 }
 
-func (e *experiment) SetStatus(ctx context.Context, status environments.Status, ts time.Time) error {
+func (e *experiment) SetStatus(ctx context.Context, status trial.Status, ts time.Time) error {
 	ts = normTime(ts)
 	var end any
 	if status.IsCompleted() {

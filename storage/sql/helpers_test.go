@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/internal/testenv"
 	"github.com/benchtune/bench/storage"
 )
@@ -162,7 +162,7 @@ func mustTrial(t testing.TB, exp storage.Experiment, params map[string]string) s
 	return tr
 }
 
-func mustFinish(t testing.TB, exp storage.Experiment, id int, status environments.Status, results map[string]any) {
+func mustFinish(t testing.TB, exp storage.Experiment, id int, status trial.Status, results map[string]any) {
 	t.Helper()
 	if err := exp.Finish(context.Background(), id, storage.TrialOutcome{Status: status, Results: results}); err != nil {
 		t.Fatalf("Finish(%d): %v", id, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"math"
 	"slices"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -52,7 +52,7 @@ func TestExperimentCreateAndResume(t *testing.T) {
 		want := storage.ExperimentInfo{
 			ID: "exp1", Description: "first", RootEnvConfig: "env.jsonc", GitRepo: "repo", GitCommit: "aaaa",
 			Objectives: []storage.Objective{{Name: "throughput", Direction: "max", Weight: 2}, {Name: "latency", Direction: "min"}},
-			Status:     environments.PENDING,
+			Status:     trial.PENDING,
 		}
 		ignore := cmpopts.IgnoreFields(storage.ExperimentInfo{}, "TsStart", "DriverName", "DriverPID")
 		if diff := cmp.Diff(want, got, ignore); diff != "" {
@@ -99,14 +99,14 @@ func TestExperimentCreateAndResume(t *testing.T) {
 		_, err = s.LoadExperiment(ctx, "nope")
 		wantErr(t, err, storage.ErrNotFound, "LoadExperiment(nope)")
 
-		if err := exp.SetStatus(ctx, environments.RUNNING, time.Time{}); err != nil {
+		if err := exp.SetStatus(ctx, trial.RUNNING, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		exp3 := newExperiment(t, s, "exp0")
 		tr := mustTrial(t, exp3, map[string]string{"x": "1"})
 		mustTrial(t, exp3, map[string]string{"x": "2"})
-		mustFinish(t, exp3, tr.ID, environments.SUCCEEDED, nil)
-		if err := exp3.SetStatus(ctx, environments.SUCCEEDED, at(100)); err != nil {
+		mustFinish(t, exp3, tr.ID, trial.SUCCEEDED, nil)
+		if err := exp3.SetStatus(ctx, trial.SUCCEEDED, at(100)); err != nil {
 			t.Fatal(err)
 		}
 		list, err := s.Experiments(ctx)
@@ -115,9 +115,9 @@ func TestExperimentCreateAndResume(t *testing.T) {
 		}
 		type row struct {
 			ID     string
-			Status environments.Status
+			Status trial.Status
 			TsEnd  time.Time
-			Trials map[environments.Status]int
+			Trials map[trial.Status]int
 			Objs   int
 		}
 		var rows []row
@@ -125,8 +125,8 @@ func TestExperimentCreateAndResume(t *testing.T) {
 			rows = append(rows, row{e.ID, e.Status, e.TsEnd, e.Trials, len(e.Objectives)})
 		}
 		wantRows := []row{
-			{"exp0", environments.SUCCEEDED, at(100).Truncate(time.Microsecond), map[environments.Status]int{environments.SUCCEEDED: 1, environments.PENDING: 1}, 1},
-			{"exp1", environments.RUNNING, time.Time{}, map[environments.Status]int{}, 2},
+			{"exp0", trial.SUCCEEDED, at(100).Truncate(time.Microsecond), map[trial.Status]int{trial.SUCCEEDED: 1, trial.PENDING: 1}, 1},
+			{"exp1", trial.RUNNING, time.Time{}, map[trial.Status]int{}, 2},
 		}
 		if diff := cmp.Diff(wantRows, rows); diff != "" {
 			t.Errorf("Experiments mismatch (-want +got):\n%s", diff)
@@ -261,13 +261,13 @@ func TestStatusHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		steps := []struct {
-			status environments.Status
+			status trial.Status
 			ts     time.Time
 		}{
-			{environments.READY, at(1)},
-			{environments.RUNNING, at(2)},
-			{environments.RUNNING, at(2)}, // the same record again is kept once
-			{environments.RUNNING, at(3)},
+			{trial.READY, at(1)},
+			{trial.RUNNING, at(2)},
+			{trial.RUNNING, at(2)}, // the same record again is kept once
+			{trial.RUNNING, at(3)},
 		}
 		for _, st := range steps {
 			if err := exp.UpdateStatus(ctx, tr.ID, st.status, st.ts); err != nil {
@@ -275,7 +275,7 @@ func TestStatusHistory(t *testing.T) {
 			}
 		}
 		d := mustDetail(t, exp, tr.ID)
-		if d.Status != environments.RUNNING || !d.TsStart.Equal(at(3).Truncate(time.Microsecond)) || d.Finished() {
+		if d.Status != trial.RUNNING || !d.TsStart.Equal(at(3).Truncate(time.Microsecond)) || d.Finished() {
 			t.Errorf("running trial: status %s start %v finished %v", d.Status, d.TsStart, d.Finished())
 		}
 		if d.Results != nil {
@@ -284,25 +284,25 @@ func TestStatusHistory(t *testing.T) {
 		if err := exp.SetTrialRunner(ctx, tr.ID, 3); err != nil {
 			t.Fatal(err)
 		}
-		mustFinishAt := storage.TrialOutcome{Status: environments.FAILED, Ts: at(10), FailureReason: "run: exit status 3"}
+		mustFinishAt := storage.TrialOutcome{Status: trial.FAILED, Ts: at(10), FailureReason: "run: exit status 3"}
 		if err := exp.Finish(ctx, tr.ID, mustFinishAt); err != nil {
 			t.Fatal(err)
 		}
 		d = mustDetail(t, exp, tr.ID)
 		us := func(sec int) time.Time { return at(sec).Truncate(time.Microsecond) }
 		want := []storage.StatusChange{
-			{Ts: us(0), Status: environments.PENDING},
-			{Ts: us(1), Status: environments.READY},
-			{Ts: us(2), Status: environments.RUNNING},
-			{Ts: us(3), Status: environments.RUNNING},
-			{Ts: us(10), Status: environments.FAILED},
+			{Ts: us(0), Status: trial.PENDING},
+			{Ts: us(1), Status: trial.READY},
+			{Ts: us(2), Status: trial.RUNNING},
+			{Ts: us(3), Status: trial.RUNNING},
+			{Ts: us(10), Status: trial.FAILED},
 		}
 		if diff := cmp.Diff(want, d.History); diff != "" {
 			t.Errorf("history (-want +got):\n%s", diff)
 		}
 		wantTrial := storage.Trial{
 			ExperimentID: "e", ID: tr.ID, ConfigID: tr.ConfigID, ConfigHash: tr.ConfigHash, TrialRunnerID: 3,
-			Status: environments.FAILED, TsStart: us(3), TsEnd: us(10),
+			Status: trial.FAILED, TsStart: us(3), TsEnd: us(10),
 			Params:   map[string]string{"x": "1"},
 			Metadata: map[string]string{"optimizer": "mock", "repeat_i": "1", "opt_target_0": "score", "opt_direction_0": "min"},
 			Results:  storage.Metrics{}, FailureReason: "run: exit status 3",
@@ -312,12 +312,12 @@ func TestStatusHistory(t *testing.T) {
 		}
 
 		// A finished trial never changes; unknown trials and bad statuses are errors.
-		wantErr(t, exp.UpdateStatus(ctx, tr.ID, environments.RUNNING, time.Time{}), storage.ErrFinished, "UpdateStatus after Finish")
+		wantErr(t, exp.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}), storage.ErrFinished, "UpdateStatus after Finish")
 		wantErr(t, exp.SetTrialRunner(ctx, tr.ID, 1), storage.ErrFinished, "SetTrialRunner after Finish")
-		wantErr(t, exp.UpdateStatus(ctx, 999, environments.RUNNING, time.Time{}), storage.ErrNotFound, "UpdateStatus of unknown trial")
-		wantErr(t, exp.UpdateStatus(ctx, tr.ID, environments.SUCCEEDED, time.Time{}), storage.ErrInvalid, "UpdateStatus(SUCCEEDED)")
-		wantErr(t, exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: environments.RUNNING}), storage.ErrInvalid, "Finish(RUNNING)")
-		wantErr(t, exp.Finish(ctx, 999, storage.TrialOutcome{Status: environments.SUCCEEDED}), storage.ErrNotFound, "Finish of unknown trial")
+		wantErr(t, exp.UpdateStatus(ctx, 999, trial.RUNNING, time.Time{}), storage.ErrNotFound, "UpdateStatus of unknown trial")
+		wantErr(t, exp.UpdateStatus(ctx, tr.ID, trial.SUCCEEDED, time.Time{}), storage.ErrInvalid, "UpdateStatus(SUCCEEDED)")
+		wantErr(t, exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.RUNNING}), storage.ErrInvalid, "Finish(RUNNING)")
+		wantErr(t, exp.Finish(ctx, 999, storage.TrialOutcome{Status: trial.SUCCEEDED}), storage.ErrNotFound, "Finish of unknown trial")
 		_, err = exp.Trial(ctx, 999)
 		wantErr(t, err, storage.ErrNotFound, "Trial(999)")
 		if diff := cmp.Diff(d, mustDetail(t, exp, tr.ID)); diff != "" {
@@ -332,7 +332,7 @@ func TestFinishIsAtomic(t *testing.T) {
 		s := open(t, b.fresh(t))
 		exp := newExperiment(t, s, "e")
 		tr := mustTrial(t, exp, map[string]string{"x": "1"})
-		if err := exp.UpdateStatus(ctx, tr.ID, environments.RUNNING, at(1)); err != nil {
+		if err := exp.UpdateStatus(ctx, tr.ID, trial.RUNNING, at(1)); err != nil {
 			t.Fatal(err)
 		}
 		before := mustDetail(t, exp, tr.ID)
@@ -340,7 +340,7 @@ func TestFinishIsAtomic(t *testing.T) {
 			t.Fatalf("install failing trigger: %v", err)
 		}
 		outcome := storage.TrialOutcome{
-			Status:  environments.SUCCEEDED,
+			Status:  trial.SUCCEEDED,
 			Ts:      at(5),
 			Results: map[string]any{"score": 1.5, "note": "ok"},
 			Telemetry: []storage.Telemetry{
@@ -377,11 +377,11 @@ func TestFinishIsAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := mustDetail(t, exp, tr.ID)
-		if done.Status != environments.SUCCEEDED || len(done.Telemetry) != 1 || len(done.Output) != 1 || len(done.Results) != 2 {
+		if done.Status != trial.SUCCEEDED || len(done.Telemetry) != 1 || len(done.Output) != 1 || len(done.Results) != 2 {
 			t.Errorf("finished trial: %+v", done)
 		}
 		again := outcome
-		again.Status = environments.FAILED
+		again.Status = trial.FAILED
 		again.Results = map[string]any{"score": 99}
 		again.FailureReason = "late"
 		wantErr(t, exp.Finish(ctx, tr.ID, again), storage.ErrFinished, "second Finish")
@@ -402,23 +402,23 @@ func TestFinishAndQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := storage.TrialOutcome{Status: environments.SUCCEEDED, Ts: at(5), Results: map[string]any{"score": 2.5},
+		out := storage.TrialOutcome{Status: trial.SUCCEEDED, Ts: at(5), Results: map[string]any{"score": 2.5},
 			Output: []storage.Output{{Phase: "run", Env: "local", Command: "true", Stdout: "score=2.5"}}}
 		next, err := exp.FinishAndQueue(ctx, first.ID, out, storage.TrialSpec{Params: map[string]string{"x": "2"}, TsStart: at(5), Running: true,
 			Metadata: map[string]string{"repeat_i": "1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if next.ID != first.ID+1 || next.Status != environments.RUNNING || next.ConfigID == first.ConfigID {
+		if next.ID != first.ID+1 || next.Status != trial.RUNNING || next.ConfigID == first.ConfigID {
 			t.Errorf("next trial %+v", next)
 		}
 		d := mustDetail(t, exp, first.ID)
-		if d.Status != environments.SUCCEEDED || d.Results["score"] != 2.5 || len(d.Output) != 1 {
+		if d.Status != trial.SUCCEEDED || d.Results["score"] != 2.5 || len(d.Output) != 1 {
 			t.Errorf("finished trial %+v", d)
 		}
 		n := mustDetail(t, exp, next.ID)
 		us := at(5).Truncate(time.Microsecond)
-		wantHistory := []storage.StatusChange{{Ts: us, Status: environments.PENDING}, {Ts: us, Status: environments.RUNNING}}
+		wantHistory := []storage.StatusChange{{Ts: us, Status: trial.PENDING}, {Ts: us, Status: trial.RUNNING}}
 		if diff := cmp.Diff(wantHistory, n.History); diff != "" || n.Metadata["repeat_i"] != "1" {
 			t.Errorf("queued trial %+v, history (-want +got):\n%s", n.Trial, diff)
 		}
@@ -453,12 +453,12 @@ func TestFinishRejectsBadOutcome(t *testing.T) {
 		name string
 		out  storage.TrialOutcome
 	}{
-		{"result type", storage.TrialOutcome{Status: environments.SUCCEEDED, Results: map[string]any{"x": []int{1}}}},
-		{"result name", storage.TrialOutcome{Status: environments.SUCCEEDED, Results: map[string]any{" ": 1}}},
-		{"telemetry name", storage.TrialOutcome{Status: environments.SUCCEEDED, Telemetry: []storage.Telemetry{{Ts: at(1), Value: 1}}}},
-		{"telemetry time", storage.TrialOutcome{Status: environments.SUCCEEDED, Telemetry: []storage.Telemetry{{Metric: "m", Value: 1}}}},
-		{"telemetry type", storage.TrialOutcome{Status: environments.SUCCEEDED, Telemetry: []storage.Telemetry{{Ts: at(1), Metric: "m", Value: map[string]int{}}}}},
-		{"status", storage.TrialOutcome{Status: environments.UNKNOWN}},
+		{"result type", storage.TrialOutcome{Status: trial.SUCCEEDED, Results: map[string]any{"x": []int{1}}}},
+		{"result name", storage.TrialOutcome{Status: trial.SUCCEEDED, Results: map[string]any{" ": 1}}},
+		{"telemetry name", storage.TrialOutcome{Status: trial.SUCCEEDED, Telemetry: []storage.Telemetry{{Ts: at(1), Value: 1}}}},
+		{"telemetry time", storage.TrialOutcome{Status: trial.SUCCEEDED, Telemetry: []storage.Telemetry{{Metric: "m", Value: 1}}}},
+		{"telemetry type", storage.TrialOutcome{Status: trial.SUCCEEDED, Telemetry: []storage.Telemetry{{Ts: at(1), Metric: "m", Value: map[string]int{}}}}},
+		{"status", storage.TrialOutcome{Status: trial.UNKNOWN}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -477,10 +477,10 @@ func TestPendingAndCompleted(t *testing.T) {
 		exp := newExperiment(t, s, "e")
 		other := newExperiment(t, s, "other")
 		mustTrial(t, other, map[string]string{"x": "0"}) // must not show up
-		final := map[int]environments.Status{
-			1: environments.SUCCEEDED, 2: environments.FAILED, 3: environments.CANCELED, 4: environments.TIMED_OUT, 8: environments.SUCCEEDED,
+		final := map[int]trial.Status{
+			1: trial.SUCCEEDED, 2: trial.FAILED, 3: trial.CANCELED, 4: trial.TIMED_OUT, 8: trial.SUCCEEDED,
 		}
-		running := map[int]environments.Status{5: environments.READY, 6: environments.RUNNING}
+		running := map[int]trial.Status{5: trial.READY, 6: trial.RUNNING}
 		for i := 1; i <= 8; i++ {
 			tr := mustTrial(t, exp, map[string]string{"x": fmt.Sprint(i)})
 			if tr.ID != i {
@@ -502,7 +502,7 @@ func TestPendingAndCompleted(t *testing.T) {
 		if diff := cmp.Diff([]int{5, 6, 7}, ids(pending)); diff != "" {
 			t.Errorf("PendingTrials (-want +got):\n%s", diff)
 		}
-		if pending[1].Status != environments.RUNNING || pending[1].Params["x"] != "6" || pending[1].Results != nil {
+		if pending[1].Status != trial.RUNNING || pending[1].Params["x"] != "6" || pending[1].Results != nil {
 			t.Errorf("pending trial 6: %+v", pending[1])
 		}
 		done, err := exp.CompletedTrials(ctx, 0)
@@ -533,9 +533,9 @@ func TestPendingAndCompleted(t *testing.T) {
 			{storage.TrialFilter{}, []int{1, 2, 3, 4, 5, 6, 7, 8}},
 			{storage.TrialFilter{Limit: 3}, []int{1, 2, 3}},
 			{storage.TrialFilter{AfterID: 6}, []int{7, 8}},
-			{storage.TrialFilter{Statuses: []environments.Status{environments.SUCCEEDED}}, []int{1, 8}},
-			{storage.TrialFilter{Statuses: []environments.Status{environments.SUCCEEDED, environments.CANCELED}, AfterID: 1, Limit: 1}, []int{3}},
-			{storage.TrialFilter{Statuses: []environments.Status{}}, []int{}},
+			{storage.TrialFilter{Statuses: []trial.Status{trial.SUCCEEDED}}, []int{1, 8}},
+			{storage.TrialFilter{Statuses: []trial.Status{trial.SUCCEEDED, trial.CANCELED}, AfterID: 1, Limit: 1}, []int{3}},
+			{storage.TrialFilter{Statuses: []trial.Status{}}, []int{}},
 		}
 		for _, tc := range filters {
 			got, err := exp.Trials(ctx, tc.f)
@@ -587,12 +587,12 @@ func TestConcurrentWriters(t *testing.T) {
 						errs <- err
 						return
 					}
-					if err := exp.UpdateStatus(ctx, tr.ID, environments.RUNNING, time.Time{}); err != nil {
+					if err := exp.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}); err != nil {
 						errs <- err
 						return
 					}
 					out := storage.TrialOutcome{
-						Status:    environments.SUCCEEDED,
+						Status:    trial.SUCCEEDED,
 						Results:   map[string]any{"score": float64(tr.ID), "worker": w},
 						Telemetry: []storage.Telemetry{{Ts: time.Now(), Metric: "m", Value: tr.ID}},
 						Output:    []storage.Output{{Phase: "run", Env: "e", Command: "true", Stdout: fmt.Sprint(tr.ID)}},
@@ -644,7 +644,7 @@ func TestConcurrentWriters(t *testing.T) {
 			if tr.ID != i+1 {
 				t.Fatalf("trial ids not dense: position %d has id %d", i, tr.ID)
 			}
-			if score, ok := tr.Results.Float("score"); !ok || score != float64(tr.ID) || tr.Status != environments.SUCCEEDED {
+			if score, ok := tr.Results.Float("score"); !ok || score != float64(tr.ID) || tr.Status != trial.SUCCEEDED {
 				t.Errorf("trial %d: status %s results %v", tr.ID, tr.Status, tr.Results)
 			}
 		}
@@ -660,7 +660,7 @@ func TestResultValues(t *testing.T) {
 		s := open(t, b.fresh(t))
 		exp := newExperiment(t, s, "e")
 		tr := mustTrial(t, exp, nil)
-		mustFinish(t, exp, tr.ID, environments.SUCCEEDED, map[string]any{
+		mustFinish(t, exp, tr.ID, trial.SUCCEEDED, map[string]any{
 			"int": 42, "neg": int64(-7), "float": 0.1, "tiny": 1e-300, "f32": float32(1.5), "nan": math.NaN(), "inf": math.Inf(1),
 			"str": "fast", "numstr": "3.25", "bool": true, "null": nil, "empty": "", "unicode": "ünï ✓",
 		})
@@ -719,7 +719,7 @@ func TestTelemetryUTC(t *testing.T) {
 			{Ts: local, Metric: "cpu", Value: 0.99}, // same (ts, metric): kept once, the first
 			{Ts: local, Metric: "accel", Value: nil},
 		}
-		if err := exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: environments.SUCCEEDED, Ts: local.Add(2 * time.Second), Telemetry: tel}); err != nil {
+		if err := exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.SUCCEEDED, Ts: local.Add(2 * time.Second), Telemetry: tel}); err != nil {
 			t.Fatal(err)
 		}
 		d := mustDetail(t, exp, tr.ID)
@@ -756,7 +756,7 @@ func TestOutputRoundTrip(t *testing.T) {
 			{Phase: "run", Env: "root/db", Line: 2, Command: "cat binary", ExitCode: 3, Stdout: "a\x00b\xffc", Stderr: "ünï"},
 			{Phase: "teardown", Env: "root", Command: "rm -rf x"},
 		}
-		if err := exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: environments.FAILED, Output: out, FailureReason: "run: exit status 3\x00"}); err != nil {
+		if err := exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.FAILED, Output: out, FailureReason: "run: exit status 3\x00"}); err != nil {
 			t.Fatal(err)
 		}
 		d := mustDetail(t, exp, tr.ID)
@@ -862,7 +862,7 @@ func TestMemory(t *testing.T) {
 		}
 		exp := newExperiment(t, s, "m")
 		tr := mustTrial(t, exp, map[string]string{"x": "1"})
-		mustFinish(t, exp, tr.ID, environments.SUCCEEDED, map[string]any{"score": 1})
+		mustFinish(t, exp, tr.ID, trial.SUCCEEDED, map[string]any{"score": 1})
 		got, err := exp.CompletedTrials(ctx, 0)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("CompletedTrials = %v, %v", got, err)

@@ -5,12 +5,12 @@ import (
 	dbsql "database/sql"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/trial"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -67,9 +67,9 @@ func (e *experiment) planTrial(spec storage.TrialSpec) (*storage.Trial, error) {
 	if hash == "" {
 		hash = storage.HashParams(params)
 	}
-	status := environments.PENDING
+	status := trial.PENDING
 	if spec.Running {
-		status = environments.RUNNING
+		status = trial.RUNNING
 	}
 	return &storage.Trial{
 		ExperimentID:  e.info.ID,
@@ -83,7 +83,7 @@ func (e *experiment) planTrial(spec storage.TrialSpec) (*storage.Trial, error) {
 }
 
 // insertTrial stores a planned trial, setting its id and config id.
-func (e *experiment) insertTrial(ctx context.Context, r runner, trial *storage.Trial) error {
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial) error {
 	// Lock the experiment: trial ids are allocated one writer at a time.
 	var exp string
 	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
@@ -93,37 +93,37 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, trial *storage.T
 	if err != nil {
 		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
-	if trial.ConfigID, err = e.configID(ctx, r, trial.ConfigHash, trial.Params); err != nil {
+	if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
 		return err
 	}
 	var last dbsql.NullInt64
 	if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
 		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
-	trial.ID = max(e.info.FirstTrialID, 1)
+	tr.ID = max(e.info.FirstTrialID, 1)
 	if last.Valid {
-		trial.ID = max(int(last.Int64)+1, trial.ID)
+		tr.ID = max(int(last.Int64)+1, tr.ID)
 	}
 	var runner any
-	if trial.TrialRunnerID > 0 {
-		runner = trial.TrialRunnerID
+	if tr.TrialRunnerID > 0 {
+		runner = tr.TrialRunnerID
 	}
-	ts := trial.TsStart
+	ts := tr.TsStart
 	if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.info.ID, trial.ID, trial.ConfigID, runner, e.s.dialect.ts(ts), trial.Status.String()); err != nil {
-		return fmt.Errorf("storage: new trial %d of %q: %w", trial.ID, e.info.ID, err)
+		e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String()); err != nil {
+		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
-	rows := make([][]any, 0, len(trial.Metadata))
-	for _, k := range sortedKeys(trial.Metadata) {
-		rows = append(rows, []any{e.info.ID, trial.ID, k, trial.Metadata[k]})
+	rows := make([][]any, 0, len(tr.Metadata))
+	for _, k := range sortedKeys(tr.Metadata) {
+		rows = append(rows, []any{e.info.ID, tr.ID, k, tr.Metadata[k]})
 	}
 	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
 		return err
 	}
-	if trial.Status == environments.RUNNING {
-		return e.addHistory(ctx, r, trial.ID, ts, environments.PENDING, environments.RUNNING)
+	if tr.Status == trial.RUNNING {
+		return e.addHistory(ctx, r, tr.ID, ts, trial.PENDING, trial.RUNNING)
 	}
-	return e.addHistory(ctx, r, trial.ID, ts, environments.PENDING)
+	return e.addHistory(ctx, r, tr.ID, ts, trial.PENDING)
 }
 
 // configID finds the configuration stored under hash, or stores it.
@@ -165,7 +165,7 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 }
 
 // addHistory adds status changes at ts, in order, to a trial's history.
-func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...environments.Status) error {
+func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...trial.Status) error {
 	rows := make([][]any, len(statuses))
 	for i, st := range statuses {
 		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(ts), st.String()}
@@ -214,9 +214,9 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	})
 }
 
-func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status environments.Status, ts time.Time) error {
+func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial.Status, ts time.Time) error {
 	switch status {
-	case environments.PENDING, environments.READY, environments.RUNNING:
+	case trial.PENDING, trial.READY, trial.RUNNING:
 	default:
 		if status.IsCompleted() {
 			return fmt.Errorf("%w: trial %d: %s is a final status: record it with Finish", storage.ErrInvalid, trialID, status)
@@ -227,7 +227,7 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status envir
 	return e.s.write(ctx, func(r runner) error {
 		q := `UPDATE trial SET status = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
 		args := []any{status.String(), e.info.ID, trialID}
-		if status == environments.RUNNING {
+		if status == trial.RUNNING {
 			q = `UPDATE trial SET status = ?, ts_start = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
 			args = []any{status.String(), e.s.dialect.ts(ts), e.info.ID, trialID}
 		}
@@ -258,7 +258,7 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 // finish is a checked TrialOutcome, converted to rows.
 type finish struct {
 	trialID                    int
-	status                     environments.Status
+	status                     trial.Status
 	ts                         time.Time
 	reason                     any
 	results, telemetry, output [][]any
@@ -384,8 +384,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 var (
-	unfinished = []environments.Status{environments.PENDING, environments.READY, environments.RUNNING}
-	completed  = []environments.Status{environments.SUCCEEDED, environments.FAILED, environments.TIMED_OUT}
+	unfinished = []trial.Status{trial.PENDING, trial.READY, trial.RUNNING}
+	completed  = []trial.Status{trial.SUCCEEDED, trial.FAILED, trial.TIMED_OUT}
 )
 
 func (e *experiment) PendingTrials(ctx context.Context) ([]storage.Trial, error) {
@@ -427,7 +427,7 @@ func (e *experiment) Trials(ctx context.Context, f storage.TrialFilter) ([]stora
 
 // statusIn is an SQL condition on t.status. Status names are constants, not
 // user input.
-func statusIn(sts []environments.Status) string {
+func statusIn(sts []trial.Status) string {
 	if len(sts) == 0 {
 		return "1 = 0"
 	}
@@ -523,7 +523,7 @@ func (e *experiment) scanTrial(rows *dbsql.Rows) (storage.Trial, error) {
 	if err := rows.Scan(&t.ID, &t.ConfigID, &t.ConfigHash, &runner, &status, &start, &end, &reason); err != nil {
 		return t, err
 	}
-	st, err := environments.ParseStatus(status)
+	st, err := trial.ParseStatus(status)
 	if err != nil {
 		return t, fmt.Errorf("trial %d: %w", t.ID, err)
 	}
@@ -589,7 +589,7 @@ func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetai
 			if err := rows.Scan(&ts, &status); err != nil {
 				return err
 			}
-			st, err := environments.ParseStatus(status)
+			st, err := trial.ParseStatus(status)
 			if err != nil {
 				return err
 			}

@@ -163,7 +163,7 @@ func ParseTelemetry(data []byte, loc *time.Location) ([]environments.Telemetry, 
 		if f[1] == "" {
 			return nil, fmt.Errorf("line %d: empty metric name", lines[i])
 		}
-		out = append(out, environments.Telemetry{Time: ts, Metric: f[1], Value: CSVValue(rec[2])})
+		out = append(out, environments.Telemetry{Ts: ts, Metric: f[1], Value: CSVValue(rec[2])})
 	}
 	return out, nil
 }

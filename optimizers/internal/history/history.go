@@ -7,8 +7,8 @@ import (
 	"math"
 
 	"github.com/benchtune/bench/optimizers/internal/algo"
-	"github.com/benchtune/bench/optimizers/internal/pareto"
 	"github.com/benchtune/bench/optimizers/internal/space"
+	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -143,7 +143,7 @@ func (h *History) Best() (algo.Observation, bool) {
 			continue
 		}
 		m := e.Mean()
-		if bi < 0 || lexLess(m, best) {
+		if bi < 0 || trial.Less(m, best) {
 			best, bi = m, i
 		}
 	}
@@ -161,17 +161,8 @@ func (h *History) ParetoFront() []algo.Observation {
 		ys[i] = e.Mean()
 	}
 	var out []algo.Observation
-	for _, i := range pareto.Front(ys) {
+	for _, i := range trial.ParetoFront(ys) {
 		out = append(out, algo.Observation{X: append(tunables.Point(nil), h.entries[i].X...), Y: ys[i]})
 	}
 	return out
-}
-
-func lexLess(a, b []float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }

@@ -1,5 +1,4 @@
-// Package pareto computes Pareto fronts of minimization problems.
-package pareto
+package trial
 
 import (
 	"math"
@@ -21,10 +20,10 @@ func Dominates(a, b []float64) bool {
 	return better
 }
 
-// Front returns the indices, in increasing order, of the rows of ys that no
+// ParetoFront returns the indices, in increasing order, of the rows of ys that no
 // other row dominates. Rows with a NaN or +Inf value (failed trials) are
 // never on the front. Equal rows are all kept.
-func Front(ys [][]float64) []int {
+func ParetoFront(ys [][]float64) []int {
 	idx := make([]int, 0, len(ys))
 	for i, y := range ys {
 		if finite(y) {
@@ -32,7 +31,7 @@ func Front(ys [][]float64) []int {
 		}
 	}
 	// Sort lexicographically: a row can only be dominated by rows before it.
-	sort.SliceStable(idx, func(a, b int) bool { return lexLess(ys[idx[a]], ys[idx[b]]) })
+	sort.SliceStable(idx, func(a, b int) bool { return Less(ys[idx[a]], ys[idx[b]]) })
 	var front []int
 	for _, i := range idx {
 		dominated := false
@@ -57,13 +56,4 @@ func finite(y []float64) bool {
 		}
 	}
 	return true
-}
-
-func lexLess(a, b []float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }

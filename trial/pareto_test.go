@@ -1,4 +1,4 @@
-package pareto
+package trial
 
 import (
 	"math"
@@ -27,7 +27,7 @@ func TestDominates(t *testing.T) {
 	}
 }
 
-func TestFront(t *testing.T) {
+func TestParetoFront(t *testing.T) {
 	inf := math.Inf(1)
 	tests := []struct {
 		name string
@@ -44,7 +44,7 @@ func TestFront(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Front(tc.ys)); diff != "" {
+			if diff := cmp.Diff(tc.want, ParetoFront(tc.ys)); diff != "" {
 				t.Errorf("Front mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -73,7 +73,7 @@ func TestFrontMatchesBruteForce(t *testing.T) {
 				want = append(want, i)
 			}
 		}
-		if diff := cmp.Diff(want, Front(ys)); diff != "" {
+		if diff := cmp.Diff(want, ParetoFront(ys)); diff != "" {
 			t.Fatalf("trial %d: Front mismatch (-want +got):\n%s", trial, diff)
 		}
 	}

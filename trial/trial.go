@@ -1,0 +1,80 @@
+// Package trial is the shared vocabulary of a trial, imported by every
+// layer that moves trials around (optimizers, schedulers, runners, storage,
+// the launcher and the CLI): its status, its outcome (results, telemetry,
+// captured output), the experiment's objectives with the one rule for
+// "which result is better", and the Pareto front.
+//
+// It imports nothing of bench's own, so that no layer has to import another
+// just to name a status.
+package trial
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// Outcome is how a trial ended: what a runner returns and what storage
+// records in one transaction.
+type Outcome struct {
+	// Status must be final: SUCCEEDED, FAILED, TIMED_OUT or CANCELED.
+	Status Status
+	// Ts is the end time; zero means now.
+	Ts time.Time
+	// Results maps metric names to numbers, strings, booleans or nil (nil
+	// unless Status is SUCCEEDED).
+	Results map[string]any
+	// Telemetry are time-stamped metrics gathered while the trial ran.
+	Telemetry []Telemetry
+	// Output is the captured output of the commands the trial ran.
+	Output []Output
+	// FailureReason says why a trial did not succeed.
+	FailureReason string
+}
+
+// Telemetry is one time-stamped metric value. Values may be numbers,
+// strings, booleans or nil; read back from storage they are float64 when
+// the stored text is numeric, string otherwise, or nil.
+type Telemetry struct {
+	Ts     time.Time `json:"ts"`
+	Metric string    `json:"metric"`
+	Value  any       `json:"value"`
+}
+
+// Output is the captured output of one command of a trial.
+type Output struct {
+	Phase    string `json:"phase"`   // setup, run, teardown, status, upload, download
+	Env      string `json:"env"`     // environment name
+	Line     int    `json:"line"`    // index of the command in the phase's script
+	Command  string `json:"command"` // the command as run
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	// Truncated tells that Stdout or Stderr were cut by the capture limit.
+	Truncated bool `json:"truncated,omitempty"`
+	// TimedOut tells that the command was stopped at its time limit.
+	TimedOut bool          `json:"timed_out,omitempty"`
+	Start    time.Time     `json:"start,omitzero"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// MarshalJSON writes numbers as JSON numbers, and NaN and infinities (which
+// JSON cannot hold) as the strings "nan", "inf" and "-inf".
+func (t Telemetry) MarshalJSON() ([]byte, error) {
+	v := t.Value
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		switch {
+		case math.IsNaN(f):
+			v = "nan"
+		case f > 0:
+			v = "inf"
+		default:
+			v = "-inf"
+		}
+	}
+	return json.Marshal(struct {
+		Ts     time.Time `json:"ts"`
+		Metric string    `json:"metric"`
+		Value  any       `json:"value"`
+	}{t.Ts, t.Metric, v})
+}
