@@ -75,7 +75,11 @@ func TestLocalExecLines(t *testing.T) {
 		if res.Lines[i].Duration <= 0 {
 			t.Errorf("line %d: duration %v", i, res.Lines[i].Duration)
 		}
+		if res.Lines[i].Start.IsZero() {
+			t.Errorf("line %d: no start time", i)
+		}
 		res.Lines[i].Duration = 0
+		res.Lines[i].Start = time.Time{}
 	}
 	if diff := cmp.Diff(want, res.Lines); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
