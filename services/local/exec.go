@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,17 +102,34 @@ func (s *LocalExecService) Rewrite(line string) string { return s.res.rewrite(li
 // LocalExec runs req.Lines one after another, each by its own /bin/sh -c
 // in its own process group, with cwd req.Dir (or the temp dir: the
 // configured one, or a fresh one removed afterwards) and the process
-// environment plus req.Env. With abort_on_error (the default) it stops at
-// the first line that exits non-zero. ExitCode is that of the last line
-// run. A line that runs past req.LineTimeout, or past the context's
+// environment plus req.Env plus services.ProcessEnvFrom(ctx) (the trial's
+// device: it wins over req.Env, so that a config cannot override, say,
+// CUDA_VISIBLE_DEVICES by accident). With services.CPUAffinityFrom(ctx),
+// each line's shell starts pinned to those cores, and so does everything
+// it starts. Every chunk of output read from a line (and the start of each
+// line) touches services.ActivityFrom(ctx). With abort_on_error (the
+// default) it stops at the first line that exits non-zero. ExitCode is
+// that of the last line run. A line that runs past req.LineTimeout, or past the context's
 // deadline, has its whole process group killed and the error wraps
 // services.ErrTimeout; cancellation kills likewise and the error wraps
 // context.Canceled. The partial result comes with the error.
 func (s *LocalExecService) LocalExec(ctx context.Context, req services.ExecRequest) (res services.ExecResult, err error) {
-	env, err := buildEnv(req.Env)
+	procEnv := services.ProcessEnvFrom(ctx)
+	env, err := buildEnv(req.Env, procEnv)
 	if err != nil {
 		return res, err
 	}
+	for k := range procEnv {
+		if v, ok := req.Env[k]; ok && v != procEnv[k] {
+			s.opts.Logger.Warn("local exec: the trial's process environment overrides the script's variable",
+				"name", k, "script_value", v, "value", procEnv[k])
+		}
+	}
+	pin := services.CPUAffinityFrom(ctx)
+	if err := checkCores(pin); err != nil {
+		return res, err
+	}
+	shared := lineRun{env: env, timeout: req.LineTimeout, pin: pin, activity: services.ActivityFrom(ctx)}
 	dir := req.Dir
 	if dir == "" {
 		d, cleanup, terr := s.TempDir(ctx, "local-exec")
@@ -125,16 +143,16 @@ func (s *LocalExecService) LocalExec(ctx context.Context, req services.ExecReque
 		}()
 		dir = d
 	}
-	var live *liveWriter
+	shared.dir = dir
 	if req.Live != nil {
-		live = &liveWriter{w: req.Live}
+		shared.live = &liveWriter{w: req.Live}
 	}
 	defer func() { res.Stdout, res.Stderr = s.concat(res.Lines) }()
 	for i, line := range req.Lines {
 		if ctx.Err() != nil {
 			return res, ctxError(ctx, fmt.Sprintf("before line %d", i+1))
 		}
-		lr, lerr := s.runLine(ctx, i, line, dir, env, req.LineTimeout, live)
+		lr, lerr := s.runLine(ctx, i, line, &shared)
 		res.Lines = append(res.Lines, lr)
 		res.ExitCode = lr.ExitCode
 		if lerr != nil {
@@ -160,26 +178,50 @@ func (s *LocalExecService) concat(lines []services.LineResult) (string, string) 
 	return o, e
 }
 
-// buildEnv returns the process environment plus extra. Names must be shell
+// buildEnv returns the process environment plus extra (a script's
+// variables) plus proc (the trial's process environment, which wins: when
+// a name repeats, the child gets the last value). Names must be shell
 // identifiers; values are passed through the environment only, never in
 // the shell text.
-func buildEnv(extra map[string]string) ([]string, error) {
-	names := make([]string, 0, len(extra))
-	for k := range extra {
+func buildEnv(extra, proc map[string]string) ([]string, error) {
+	env := os.Environ()
+	env, err := appendEnv(env, extra, "; rename it with shell_env_params_rename")
+	if err != nil {
+		return nil, err
+	}
+	env, err = appendEnv(env, proc, " (it comes from the trial's process environment)")
+	if err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// appendEnv appends vars to env, in name order, after checking them.
+func appendEnv(env []string, vars map[string]string, hint string) ([]string, error) {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	env := os.Environ()
 	for _, k := range names {
 		if !isIdentifier(k) {
-			return nil, fmt.Errorf("environment variable name %q is not a valid shell identifier ([A-Za-z_][A-Za-z0-9_]*); rename it with shell_env_params_rename", k)
+			return nil, fmt.Errorf("environment variable name %q is not a valid shell identifier ([A-Za-z_][A-Za-z0-9_]*)%s", k, hint)
 		}
-		if strings.IndexByte(extra[k], 0) >= 0 {
+		if strings.IndexByte(vars[k], 0) >= 0 {
 			return nil, fmt.Errorf("environment variable %s: the value contains a NUL byte, which an environment cannot hold", k)
 		}
-		env = append(env, k+"="+extra[k])
+		env = append(env, k+"="+vars[k])
 	}
 	return env, nil
+}
+
+// coreList formats cores for messages, e.g. "0,2,3".
+func coreList(cores []int) string {
+	parts := make([]string, len(cores))
+	for i, c := range cores {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, ",")
 }
 
 // ctxError describes why ctx ended: a deadline wraps services.ErrTimeout
@@ -205,12 +247,27 @@ func shortLine(line string) string {
 	return line
 }
 
+// lineRun holds what every line of a LocalExec call shares.
+type lineRun struct {
+	dir      string
+	env      []string
+	timeout  time.Duration
+	live     *liveWriter
+	pin      []int              // CPU cores; nil: not pinned
+	activity *services.Activity // nil-safe
+}
+
 // runLine runs one line with /bin/sh -c in a new process group.
-func (s *LocalExecService) runLine(ctx context.Context, idx int, line, dir string, env []string, timeout time.Duration, live *liveWriter) (services.LineResult, error) {
+func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, run *lineRun) (services.LineResult, error) {
 	lr := services.LineResult{Line: line}
 	text := s.res.rewrite(line)
+	dir, timeout, live := run.dir, run.timeout, run.live
 	log := s.opts.Logger
-	log.Info("local exec: run", "line", idx+1, "cmd", text, "dir", dir)
+	if run.pin != nil {
+		log.Info("local exec: run", "line", idx+1, "cmd", text, "dir", dir, "cores", coreList(run.pin))
+	} else {
+		log.Info("local exec: run", "line", idx+1, "cmd", text, "dir", dir)
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -224,14 +281,15 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line, dir strin
 	}
 	cmd := exec.Command("/bin/sh", "-c", text)
 	cmd.Dir = dir
-	cmd.Env = env
+	cmd.Env = run.env
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
 	lr.Start = start.UTC()
-	err = cmd.Start()
+	run.activity.Touch()
+	err = startPinned(cmd, run.pin)
 	// The child has its own copies of the write ends: close ours, so that
 	// reading ends when every process holding them is gone.
 	outW.Close()
@@ -247,8 +305,8 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line, dir strin
 	errCap := capture.Limit(s.cfg.MaxOutputBytes)
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go s.pump(&readers, outR, outCap, live)
-	go s.pump(&readers, errR, errCap, live)
+	go s.pump(&readers, outR, outCap, live, run.activity)
+	go s.pump(&readers, errR, errCap, live, run.activity)
 
 	waitDone := make(chan struct{})
 	go func() {
@@ -316,14 +374,18 @@ func (s *LocalExecService) stop(ctx context.Context, idx int, line string, timeo
 	return err
 }
 
-// pump copies a stream into its capture and the live writer.
-func (s *LocalExecService) pump(wg *sync.WaitGroup, r *os.File, c *capture.Buffer, live *liveWriter) {
+// pump copies a stream into its capture and the live writer, touching the
+// activity on every chunk read.
+func (s *LocalExecService) pump(wg *sync.WaitGroup, r *os.File, c *capture.Buffer, live *liveWriter, act *services.Activity) {
 	defer wg.Done()
 	var w io.Writer = c
 	var split *lineSplitter
 	if live != nil {
 		split = &lineSplitter{out: live}
 		w = io.MultiWriter(c, split)
+	}
+	if act != nil {
+		w = touchWriter{w: w, act: act}
 	}
 	buf := make([]byte, 32<<10)
 	// Read errors (the read end closed by a drain timeout) just end the
@@ -332,6 +394,17 @@ func (s *LocalExecService) pump(wg *sync.WaitGroup, r *os.File, c *capture.Buffe
 	if split != nil {
 		split.Close()
 	}
+}
+
+// touchWriter touches an Activity on each write.
+type touchWriter struct {
+	w   io.Writer
+	act *services.Activity
+}
+
+func (t touchWriter) Write(p []byte) (int, error) {
+	t.act.Touch()
+	return t.w.Write(p)
 }
 
 // killGroup stops a process group: SIGTERM, then SIGKILL once the grace
