@@ -243,6 +243,7 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 	if err := e.SetupParams(tun, globals); err != nil {
 		return err
 	}
+	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
 	defer cancel()
 	if err := e.dumpFiles(dir); err != nil {
@@ -300,6 +301,7 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 	if !ready || dir == "" {
 		return environments.Result{Status: environments.PENDING, Time: now(), Reason: e.who() + " is not set up"}
 	}
+	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Run.Std())
 	defer cancel()
 	fail := func(err error) environments.Result {
@@ -400,6 +402,27 @@ func (e *Env) Teardown(ctx context.Context) error {
 		return fmt.Errorf("%s: teardown failed: %s", e.who(), script.ExitReason(res))
 	}
 	return nil
+}
+
+// watchTelemetry makes writes to read_telemetry_file count as the trial's
+// activity (services.ActivityFrom), for hang detection. It watches the
+// file where the scripts write it: in the working directory (or at its
+// absolute path). A LocalFileShareEnv watches nothing: its telemetry file
+// is a download, rewritten at each status poll whether or not the
+// benchmark wrote anything.
+func (e *Env) watchTelemetry(ctx context.Context, dir string) {
+	if e.readTelemetry == "" || e.fileShare {
+		return
+	}
+	act := services.ActivityFrom(ctx)
+	if act == nil {
+		return
+	}
+	path := e.readTelemetry
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	act.Watch(path)
 }
 
 // resolve finds a results or telemetry file: relative to the working

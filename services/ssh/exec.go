@@ -69,6 +69,7 @@ type run struct {
 	offOut, offErr   int64
 	startedAt        time.Time
 	sawStart         bool
+	activity         *services.Activity // touched when output arrives; nil-safe
 }
 
 // RemoteExec runs the script on the host named by the ssh_hostname
@@ -101,15 +102,16 @@ func (s *HostService) RemoteExec(ctx context.Context, req services.RemoteExecReq
 
 	tu := s.tuning
 	r := &run{
-		svc:     s,
-		t:       t,
-		id:      newRunID(req.CommandName),
-		name:    req.CommandName,
-		script:  script,
-		stdout:  capture.New(tu.headBytes, tu.tailBytes),
-		stderr:  capture.New(tu.headBytes, tu.tailBytes),
-		liveOut: &lineWriter{w: req.Live},
-		liveErr: &lineWriter{w: req.Live},
+		svc:      s,
+		t:        t,
+		id:       newRunID(req.CommandName),
+		name:     req.CommandName,
+		script:   script,
+		stdout:   capture.New(tu.headBytes, tu.tailBytes),
+		stderr:   capture.New(tu.headBytes, tu.tailBytes),
+		liveOut:  &lineWriter{w: req.Live},
+		liveErr:  &lineWriter{w: req.Live},
+		activity: services.ActivityFrom(ctx),
 	}
 	if r.name == "" {
 		r.name = "command"
@@ -473,6 +475,9 @@ func (r *run) poll(ctx context.Context) (code int, done, got bool, err error) {
 			return err
 		}
 		got = n1+n2 > 0
+		if got {
+			r.activity.Touch()
+		}
 		if exitData != nil {
 			v, perr := strconv.Atoi(strings.TrimSpace(string(exitData)))
 			if perr != nil {
