@@ -314,7 +314,7 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 			start = e.s.dialect.ts(normTime(o.Start))
 		}
 		output = append(output, []any{e.info.ID, trialID, i, clean(o.Phase), clean(o.Env), o.Line, clean(o.Command),
-			o.ExitCode, clean(o.Stdout), clean(o.Stderr), o.Truncated, start, int64(o.Duration)})
+			o.ExitCode, clean(o.Stdout), clean(o.Stderr), o.Truncated, o.TimedOut, start, int64(o.Duration)})
 	}
 	fin := &finish{trialID: trialID, status: out.Status, ts: ts, results: results, telemetry: telemetry, output: output}
 	if out.FailureReason != "" {
@@ -348,7 +348,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) err
 		return err
 	}
 	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
-		"exit_code", "stdout", "stderr", "truncated", "ts_start", "duration_ns"}, fin.output, "")
+		"exit_code", "stdout", "stderr", "truncated", "timed_out", "ts_start", "duration_ns"}, fin.output, "")
 }
 
 // storedValue is the column value of a result or telemetry value: its
@@ -570,13 +570,13 @@ func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetai
 				start dbTime
 				dur   int64
 			)
-			if err := rows.Scan(&o.Phase, &o.Env, &o.Line, &o.Command, &o.ExitCode, &o.Stdout, &o.Stderr, &o.Truncated, &start, &dur); err != nil {
+			if err := rows.Scan(&o.Phase, &o.Env, &o.Line, &o.Command, &o.ExitCode, &o.Stdout, &o.Stderr, &o.Truncated, &o.TimedOut, &start, &dur); err != nil {
 				return err
 			}
 			o.Start, o.Duration = start.t, time.Duration(dur)
 			d.Output = append(d.Output, o)
 			return nil
-		}, `SELECT phase, env_name, line, command, exit_code, stdout, stderr, truncated, ts_start, duration_ns
+		}, `SELECT phase, env_name, line, command, exit_code, stdout, stderr, truncated, timed_out, ts_start, duration_ns
 			FROM trial_output WHERE exp_id = ? AND trial_id = ? ORDER BY seq`, key...)
 		if err != nil {
 			return fmt.Errorf("storage: load output of trial %d: %w", trialID, err)
