@@ -216,7 +216,16 @@ func TestMigrationUpgrade(t *testing.T) {
 			t.Errorf("output of trial 2: %+v", d.Output)
 		}
 
-		// The upgraded database works: new trials continue its ids.
+		// The upgraded database works: its old pending trials can be
+		// claimed, and new trials continue its ids.
+		w := exp.WithOwner("w1", time.Minute)
+		claimed, err := w.Claim(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]int{3, 4}, ids(claimed)); diff != "" {
+			t.Errorf("claimed (-want +got):\n%s", diff)
+		}
 		if tr := mustTrial(t, exp, map[string]string{"x": "9"}); tr.ID != 5 {
 			t.Errorf("new trial id %d, want 5", tr.ID)
 		}
