@@ -16,6 +16,23 @@
 //     running; they stay pending (no end time) and PendingTrials finds them.
 //   - A finished trial never changes again.
 //   - Timestamps are stored and returned in UTC, truncated to microseconds.
+//
+// Several processes may work on one experiment at once (threads and
+// processes on one machine with SQLite, several machines with PostgreSQL):
+// a driver queues trials, workers claim and run them. For that:
+//   - Every bench process acts through Experiment.WithOwner(owner, lease)
+//     with an owner string unique to the process. An owned trial is changed
+//     (UpdateStatus, SetTrialRunner, Finish, FinishAndQueue) only by its
+//     owner; the others get ErrNotOwner and change nothing. The plain
+//     Experiment (no owner) checks nothing, as a single process needs.
+//   - Claim hands each unfinished trial to at most one owner at a time: two
+//     processes claiming at once never get the same trial. A trial is
+//     claimable when it has no owner or its owner's lease ran out (lease
+//     time on the database's clock) and nobody asked it to stop. An owner
+//     keeps its trials by calling Heartbeat well within the lease, and hands
+//     them back with Release when it stops cleanly. An owner whose lease ran
+//     out keeps its trials until another owner claims them.
+//   - Finish clears the owner: a finished trial belongs to nobody.
 package storage
 
 import (
@@ -44,6 +61,9 @@ var (
 	// ErrInvalid: the arguments of a call are invalid (empty ids, bad
 	// directions, non-final status given to Finish, ...).
 	ErrInvalid = errors.New("invalid storage request")
+	// ErrNotOwner: an owner view (Experiment.WithOwner) tried to change a
+	// trial that another owner, or nobody, holds.
+	ErrNotOwner = errors.New("trial not owned by this process")
 )
 
 // Storage is an open database of experiments. It is safe for concurrent use
@@ -101,7 +121,9 @@ type Experiment interface {
 	// trial costs a single commit.
 	FinishAndQueue(ctx context.Context, trialID int, outcome TrialOutcome, next TrialSpec) (Trial, error)
 	// PendingTrials returns the unfinished trials (no end time, status
-	// PENDING, READY or RUNNING), by id: the trials to run again on resume.
+	// PENDING, READY or RUNNING), by id, whatever their owner: the trials a
+	// single process runs again on resume, and what to show. Processes that
+	// share an experiment must take trials to run with Claim instead.
 	PendingTrials(ctx context.Context) ([]Trial, error)
 	// CompletedTrials returns the trials with id > afterTrialID whose final
 	// status is SUCCEEDED, FAILED or TIMED_OUT (CANCELED is left out), by
@@ -117,6 +139,66 @@ type Experiment interface {
 	// process works on it, then SUCCEEDED, FAILED or CANCELED). A final
 	// status also sets the experiment's end time; a non-final one clears it.
 	SetStatus(ctx context.Context, status trial.Status, ts time.Time) error
+
+	// WithOwner returns a view of the same experiment that acts for owner,
+	// a string unique to the calling bench process ("host:pid:random"),
+	// holding its trials for lease at a time. Through the view:
+	//   - NewTrial and FinishAndQueue record the new trial as owned by
+	//     owner, with a lease until now+lease;
+	//   - UpdateStatus, SetTrialRunner, Finish and FinishAndQueue change a
+	//     trial only when owner holds it; otherwise they change nothing and
+	//     return an error wrapping ErrNotOwner that names the holder (a
+	//     finished trial still gives ErrFinished, an unknown one ErrNotFound);
+	//   - Claim, Heartbeat and Release work (on the plain experiment they
+	//     return ErrInvalid).
+	// An empty owner returns the plain experiment. A lease below one
+	// millisecond makes every call that sets a lease return ErrInvalid.
+	WithOwner(owner string, lease time.Duration) Experiment
+	// Claim atomically takes up to limit (>= 1) unfinished trials, by id,
+	// that have no owner or whose lease ran out, and that nobody asked to
+	// stop: it makes them the view's owner's with a lease until now+lease
+	// and returns them with their parameters and metadata, like
+	// PendingTrials. Concurrent claims, from any process, never return the
+	// same trial twice. A claimed trial keeps its status (RUNNING when its
+	// previous owner died while running it): the new owner runs it again and
+	// records its own statuses. None claimable: an empty slice, no error.
+	Claim(ctx context.Context, limit int) ([]Trial, error)
+	// Heartbeat extends to now+lease the lease of every unfinished trial the
+	// owner holds in this experiment and returns how many there are. Trials another owner took
+	// over are not touched (and not counted).
+	Heartbeat(ctx context.Context) (int, error)
+	// Release hands back the owner's unfinished trials of this experiment
+	// (no owner, no lease): other processes may claim them at once.
+	// Statuses are kept.
+	Release(ctx context.Context) error
+
+	// RequestStop asks a trial to stop (`bench stop EXPERIMENT TRIAL`), or
+	// with trialID 0 the whole experiment (`bench stop EXPERIMENT`). Any
+	// process may ask; the trial's owner (or the driver, for a trial nobody
+	// holds) acts on it, usually by finishing the trial CANCELED. Asking
+	// twice keeps the first request. A finished trial gives ErrFinished, an
+	// unknown one ErrNotFound. A trial asked to stop is never claimed.
+	RequestStop(ctx context.Context, trialID int) error
+	// StopRequests reports whether the experiment was asked to stop, and
+	// which unfinished trials were, by id.
+	StopRequests(ctx context.Context) (experiment bool, trials []int, err error)
+	// ClearStopRequest withdraws the experiment's stop request (a new run
+	// of a stopped experiment); trials' requests are kept.
+	ClearStopRequest(ctx context.Context) error
+
+	// FindSucceeded returns the SUCCEEDED trial of this experiment with the
+	// lowest id whose configuration hash is configHash and whose metadata
+	// repeat_i is repeat ("" matches any repeat), with its results: a
+	// result a new trial of the same configuration may reuse. ok is false
+	// when there is none.
+	FindSucceeded(ctx context.Context, configHash, repeat string) (tr Trial, ok bool, err error)
+	// InFlight is FindSucceeded for the unfinished trials not asked to
+	// stop: a trial of that configuration and repeat already queued or
+	// running, whose result is coming.
+	InFlight(ctx context.Context, configHash, repeat string) (tr Trial, ok bool, err error)
+	// Counts counts the experiment's trials by status, whatever process
+	// wrote them (statuses without trials are left out).
+	Counts(ctx context.Context) (map[trial.Status]int, error)
 }
 
 // Objective is one optimization target of an experiment.
@@ -183,6 +265,21 @@ type TrialSpec struct {
 	// PENDING in its history), saving the separate UpdateStatus call of a
 	// trial that runs as soon as it is queued.
 	Running bool
+	// RetryOf is the id of the trial of the same experiment that this one
+	// retries (0: none). A retry of a retry is stored as a retry of the
+	// original trial, so that RetryOf always names the first of the chain.
+	// An unknown trial is ErrInvalid.
+	RetryOf int
+	// ReusedFrom is the trial whose result this trial reuses (nil: none);
+	// an empty ExperimentID means this experiment. An unknown trial is
+	// ErrInvalid.
+	ReusedFrom *TrialRef
+}
+
+// TrialRef names a trial of any experiment.
+type TrialRef struct {
+	ExperimentID string `json:"experiment_id"`
+	TrialID      int    `json:"trial_id"`
 }
 
 // Trial is a stored trial.
@@ -200,6 +297,17 @@ type Trial struct {
 	// Results are set once the trial is finished (nil before).
 	Results       Metrics `json:"results,omitempty"`
 	FailureReason string  `json:"failure_reason,omitempty"`
+	// Owner is the bench process holding this unfinished trial ("": none)
+	// and LeaseUntil when its claim runs out (database clock; zero: no
+	// lease). Finishing a trial clears both.
+	Owner      string    `json:"owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// RetryOf is the original trial this one retries (0: none).
+	RetryOf int `json:"retry_of,omitempty"`
+	// ReusedFrom is the trial whose result this one reused (nil: none).
+	ReusedFrom *TrialRef `json:"reused_from,omitempty"`
+	// StopRequested tells that RequestStop asked this trial to stop.
+	StopRequested bool `json:"stop_requested,omitempty"`
 }
 
 // Finished reports whether the trial has its final status.

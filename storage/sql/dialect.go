@@ -25,6 +25,13 @@ type dialect interface {
 	readTx() *dbsql.TxOptions
 	// serializesWriters reports whether the database allows a single writer.
 	serializesWriters() bool
+	// skipLocked is the suffix of a SELECT that locks the rows it returns
+	// and skips those another transaction holds ("" where the write
+	// transaction already holds a database-wide lock).
+	skipLocked() string
+	// clockQuery returns the database server's current time ("" where the
+	// database runs on this machine and shares its clock).
+	clockQuery() string
 }
 
 type sqliteDialect struct{}
@@ -39,6 +46,10 @@ func (sqliteDialect) ts(t time.Time) any        { return t.UTC().Format(sqliteTi
 func (sqliteDialect) forUpdate() string         { return "" }
 func (sqliteDialect) serializesWriters() bool   { return true }
 func (sqliteDialect) readTx() *dbsql.TxOptions  { return &dbsql.TxOptions{ReadOnly: true} }
+func (sqliteDialect) skipLocked() string        { return "" }
+func (sqliteDialect) clockQuery() string        { return "" }
+func (postgresDialect) skipLocked() string      { return " FOR UPDATE SKIP LOCKED" }
+func (postgresDialect) clockQuery() string      { return "SELECT clock_timestamp()" }
 func (postgresDialect) name() string            { return "postgres" }
 func (postgresDialect) ts(t time.Time) any      { return t.UTC() }
 func (postgresDialect) forUpdate() string       { return " FOR UPDATE" }

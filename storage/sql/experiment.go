@@ -257,10 +257,13 @@ func (s *Store) Experiments(ctx context.Context) ([]storage.ExperimentSummary, e
 	return out, err
 }
 
-// experiment is the storage.Experiment of a Store.
+// experiment is the storage.Experiment of a Store: the plain experiment,
+// or an owner view of it (WithOwner) when owner is set.
 type experiment struct {
-	s    *Store
-	info storage.ExperimentInfo
+	s     *Store
+	info  storage.ExperimentInfo
+	owner string
+	lease time.Duration
 }
 
 var _ storage.Experiment = (*experiment)(nil)

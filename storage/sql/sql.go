@@ -11,7 +11,8 @@
 // (BEGIN IMMEDIATE), so several goroutines and several processes can write
 // and read the same file at once. PostgreSQL transactions lock the rows
 // they change; creating trials locks the experiment row so that trial ids
-// stay dense across processes.
+// stay dense across processes, and claiming trials locks the rows it takes
+// and skips those another claim holds (FOR UPDATE SKIP LOCKED).
 package sql
 
 import (
@@ -68,6 +69,12 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*dbsql.Stmt
 	wanted map[stmtKey]bool
+
+	// clockOffset is how far the database server's clock is ahead of this
+	// machine's, measured at clockAt (PostgreSQL only; see now).
+	clockMu     sync.Mutex
+	clockOffset time.Duration
+	clockAt     time.Time
 }
 
 var _ storage.Storage = (*Store)(nil)

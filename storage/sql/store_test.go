@@ -753,7 +753,7 @@ func TestOutputRoundTrip(t *testing.T) {
 		out := []storage.Output{
 			{Phase: "setup", Env: "root/db", Line: 0, Command: "echo 'set up' && mkdir -p x", ExitCode: 0, Stdout: "set up\n", Start: at(1), Duration: 1500 * time.Millisecond},
 			{Phase: "run", Env: "root/db", Line: 1, Command: "./bench --threads=4", ExitCode: 0, Stdout: big, Stderr: "warn: slow\n", Truncated: true, Start: at(3), Duration: time.Minute},
-			{Phase: "run", Env: "root/db", Line: 2, Command: "cat binary", ExitCode: 3, Stdout: "a\x00b\xffc", Stderr: "ünï"},
+			{Phase: "run", Env: "root/db", Line: 2, Command: "cat binary", ExitCode: 3, Stdout: "a\x00b\xffc", Stderr: "ünï", TimedOut: true},
 			{Phase: "teardown", Env: "root", Command: "rm -rf x"},
 		}
 		if err := exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.FAILED, Output: out, FailureReason: "run: exit status 3\x00"}); err != nil {

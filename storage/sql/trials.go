@@ -16,7 +16,7 @@ import (
 
 // NewTrial queues a new trial.
 func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (storage.Trial, error) {
-	nt, err := e.planTrial(spec)
+	nt, err := e.planTrial(ctx, spec)
 	if err != nil {
 		return storage.Trial{}, err
 	}
@@ -33,7 +33,7 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 	if err != nil {
 		return storage.Trial{}, err
 	}
-	nt, err := e.planTrial(next)
+	nt, err := e.planTrial(ctx, next)
 	if err != nil {
 		return storage.Trial{}, err
 	}
@@ -50,10 +50,23 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 }
 
 // planTrial checks a TrialSpec and returns the trial to insert (its id
-// and config id are set by insertTrial).
-func (e *experiment) planTrial(spec storage.TrialSpec) (*storage.Trial, error) {
+// and config id are set by insertTrial). An owner view owns it.
+func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*storage.Trial, error) {
 	if spec.TrialRunnerID < 0 {
 		return nil, fmt.Errorf("%w: trial runner id %d is negative", storage.ErrInvalid, spec.TrialRunnerID)
+	}
+	if spec.RetryOf < 0 {
+		return nil, fmt.Errorf("%w: retry of trial %d", storage.ErrInvalid, spec.RetryOf)
+	}
+	var reused *storage.TrialRef
+	if spec.ReusedFrom != nil {
+		reused = &storage.TrialRef{ExperimentID: clean(strings.TrimSpace(spec.ReusedFrom.ExperimentID)), TrialID: spec.ReusedFrom.TrialID}
+		if reused.ExperimentID == "" {
+			reused.ExperimentID = e.info.ID
+		}
+		if reused.TrialID < 1 {
+			return nil, fmt.Errorf("%w: reused result of trial %d", storage.ErrInvalid, reused.TrialID)
+		}
 	}
 	params, err := cleanMap("parameter", spec.Params)
 	if err != nil {
@@ -71,7 +84,7 @@ func (e *experiment) planTrial(spec storage.TrialSpec) (*storage.Trial, error) {
 	if spec.Running {
 		status = trial.RUNNING
 	}
-	return &storage.Trial{
+	tr := &storage.Trial{
 		ExperimentID:  e.info.ID,
 		ConfigHash:    clean(hash),
 		TrialRunnerID: spec.TrialRunnerID,
@@ -79,7 +92,16 @@ func (e *experiment) planTrial(spec storage.TrialSpec) (*storage.Trial, error) {
 		TsStart:       normTime(spec.TsStart),
 		Params:        params,
 		Metadata:      meta,
-	}, nil
+		RetryOf:       spec.RetryOf,
+		ReusedFrom:    reused,
+	}
+	if e.owner != "" {
+		if _, tr.LeaseUntil, err = e.leaseTimes(ctx); err != nil {
+			return nil, err
+		}
+		tr.Owner = e.owner
+	}
+	return tr, nil
 }
 
 // insertTrial stores a planned trial, setting its id and config id.
@@ -104,13 +126,30 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	if last.Valid {
 		tr.ID = max(int(last.Int64)+1, tr.ID)
 	}
-	var runner any
+	var runner, owner, lease, retry, reusedExp, reusedTrial any
 	if tr.TrialRunnerID > 0 {
 		runner = tr.TrialRunnerID
 	}
+	if tr.Owner != "" {
+		owner, lease = tr.Owner, e.s.dialect.ts(tr.LeaseUntil)
+	}
+	if tr.RetryOf > 0 {
+		if tr.RetryOf, err = e.originalTrial(ctx, r, tr.RetryOf); err != nil {
+			return err
+		}
+		retry = tr.RetryOf
+	}
+	if tr.ReusedFrom != nil {
+		if err := e.trialExists(ctx, r, *tr.ReusedFrom); err != nil {
+			return err
+		}
+		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
+	}
 	ts := tr.TsStart
-	if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String()); err != nil {
+	if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
+		owner, lease, retry, reusedExp, reusedTrial); err != nil {
 		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
@@ -124,6 +163,36 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		return e.addHistory(ctx, r, tr.ID, ts, trial.PENDING, trial.RUNNING)
 	}
 	return e.addHistory(ctx, r, tr.ID, ts, trial.PENDING)
+}
+
+// originalTrial returns the first trial of the retry chain trialID is in
+// (trialID itself when it is no retry).
+func (e *experiment) originalTrial(ctx context.Context, r runner, trialID int) (int, error) {
+	var orig dbsql.NullInt64
+	err := r.queryRow(ctx, `SELECT retry_of FROM trial WHERE exp_id = ? AND trial_id = ?`, e.info.ID, trialID).Scan(&orig)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: retry of trial %d: experiment %q has no such trial", storage.ErrInvalid, trialID, e.info.ID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("storage: trial %d of %q: %w", trialID, e.info.ID, e.s.scrub(err))
+	}
+	if orig.Valid {
+		return int(orig.Int64), nil
+	}
+	return trialID, nil
+}
+
+// trialExists checks that ref names a stored trial.
+func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.TrialRef) error {
+	var id int
+	err := r.queryRow(ctx, `SELECT trial_id FROM trial WHERE exp_id = ? AND trial_id = ?`, ref.ExperimentID, ref.TrialID).Scan(&id)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		return fmt.Errorf("%w: reused result of trial %d of experiment %q: no such trial", storage.ErrInvalid, ref.TrialID, ref.ExperimentID)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: trial %d of %q: %w", ref.TrialID, ref.ExperimentID, e.s.scrub(err))
+	}
+	return nil
 }
 
 // configID finds the configuration stored under hash, or stores it.
@@ -177,17 +246,38 @@ func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts t
 	return nil
 }
 
-// unchanged explains why an update of an unfinished trial matched no row.
-func (e *experiment) unchanged(ctx context.Context, r runner, trialID int) error {
-	var status string
-	err := r.queryRow(ctx, `SELECT status FROM trial WHERE exp_id = ? AND trial_id = ?`, e.info.ID, trialID).Scan(&status)
+// unchanged explains why an update of an unfinished trial matched no row
+// (with the condition of owned when checkOwner is set).
+func (e *experiment) unchanged(ctx context.Context, r runner, trialID int, checkOwner bool) error {
+	var (
+		status string
+		end    dbTime
+		owner  dbsql.NullString
+	)
+	err := r.queryRow(ctx, `SELECT status, ts_end, owner FROM trial WHERE exp_id = ? AND trial_id = ?`, e.info.ID, trialID).Scan(&status, &end, &owner)
 	if errors.Is(err, dbsql.ErrNoRows) {
 		return fmt.Errorf("%w: trial %d of experiment %q", storage.ErrNotFound, trialID, e.info.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("storage: trial %d of %q: %w", trialID, e.info.ID, e.s.scrub(err))
 	}
-	return fmt.Errorf("%w: trial %d of experiment %q is %s", storage.ErrFinished, trialID, e.info.ID, status)
+	if end.valid || !checkOwner || e.owner == "" {
+		return fmt.Errorf("%w: trial %d of experiment %q is %s", storage.ErrFinished, trialID, e.info.ID, status)
+	}
+	if !owner.Valid {
+		return fmt.Errorf("%w: trial %d of experiment %q has no owner, not %q", storage.ErrNotOwner, trialID, e.info.ID, e.owner)
+	}
+	return fmt.Errorf("%w: trial %d of experiment %q is owned by %q, not %q", storage.ErrNotOwner, trialID, e.info.ID, owner.String, e.owner)
+}
+
+// owned is the condition a trial row must meet for this view to change
+// it, with its arguments: none for the plain experiment, the owner for an
+// owner view.
+func (e *experiment) owned() (string, []any) {
+	if e.owner == "" {
+		return "", nil
+	}
+	return " AND owner = ?", []any{e.owner}
 }
 
 func affected(res dbsql.Result) (bool, error) {
@@ -199,8 +289,10 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	if runnerID < 1 {
 		return fmt.Errorf("%w: trial runner id %d: want 1 or more", storage.ErrInvalid, runnerID)
 	}
+	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`, runnerID, e.info.ID, trialID)
+		res, err := r.exec(ctx, `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{runnerID, e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: assign trial %d of %q to runner %d: %w", trialID, e.info.ID, runnerID, err)
 		}
@@ -208,7 +300,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			if err != nil {
 				return err
 			}
-			return e.unchanged(ctx, r, trialID)
+			return e.unchanged(ctx, r, trialID, true)
 		}
 		return nil
 	})
@@ -231,7 +323,8 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			q = `UPDATE trial SET status = ?, ts_start = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
 			args = []any{status.String(), e.s.dialect.ts(ts), e.info.ID, trialID}
 		}
-		res, err := r.exec(ctx, q, args...)
+		cond, condArgs := e.owned()
+		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: set trial %d of %q to %s: %w", trialID, e.info.ID, status, err)
 		}
@@ -239,7 +332,7 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			if err != nil {
 				return err
 			}
-			return e.unchanged(ctx, r, trialID)
+			return e.unchanged(ctx, r, trialID, true)
 		}
 		return e.addHistory(ctx, r, trialID, ts, status)
 	})
@@ -314,7 +407,7 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 			start = e.s.dialect.ts(normTime(o.Start))
 		}
 		output = append(output, []any{e.info.ID, trialID, i, clean(o.Phase), clean(o.Env), o.Line, clean(o.Command),
-			o.ExitCode, clean(o.Stdout), clean(o.Stderr), o.Truncated, start, int64(o.Duration)})
+			o.ExitCode, clean(o.Stdout), clean(o.Stderr), o.Truncated, o.TimedOut, start, int64(o.Duration)})
 	}
 	fin := &finish{trialID: trialID, status: out.Status, ts: ts, results: results, telemetry: telemetry, output: output}
 	if out.FailureReason != "" {
@@ -326,8 +419,10 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 // finishTrial stores a planned outcome.
 func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) error {
 	trialID, ts := fin.trialID, fin.ts
-	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
-		fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.info.ID, trialID)
+	cond, condArgs := e.owned()
+	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL
+		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
 		return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
@@ -335,7 +430,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) err
 		if err != nil {
 			return err
 		}
-		return e.unchanged(ctx, r, trialID)
+		return e.unchanged(ctx, r, trialID, true)
 	}
 	if err := e.addHistory(ctx, r, trialID, ts, fin.status); err != nil {
 		return err
@@ -348,7 +443,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) err
 		return err
 	}
 	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
-		"exit_code", "stdout", "stderr", "truncated", "ts_start", "duration_ns"}, fin.output, "")
+		"exit_code", "stdout", "stderr", "truncated", "timed_out", "ts_start", "duration_ns"}, fin.output, "")
 }
 
 // storedValue is the column value of a result or telemetry value: its
@@ -438,7 +533,8 @@ func statusIn(sts []trial.Status) string {
 	return "t.status IN (" + strings.Join(names, ", ") + ")"
 }
 
-const trialCols = `t.trial_id, t.config_id, c.config_hash, t.trial_runner_id, t.status, t.ts_start, t.ts_end, t.failure_reason`
+const trialCols = `t.trial_id, t.config_id, c.config_hash, t.trial_runner_id, t.status, t.ts_start, t.ts_end, t.failure_reason,
+	t.owner, t.lease_until, t.retry_of, t.reused_exp_id, t.reused_trial_id, t.stop_requested`
 
 // loadTrials loads the trials of the experiment that where (on table t)
 // selects, ordered by id, at most limit of them (0: all), with their
@@ -451,8 +547,9 @@ func (e *experiment) loadTrials(ctx context.Context, r runner, where string, arg
 	}
 	var trials []storage.Trial
 	index := map[int]int{}
+	row := newTrialRow()
 	err := r.each(ctx, func(rows *dbsql.Rows) error {
-		t, err := e.scanTrial(rows)
+		t, err := e.scanTrial(rows, row)
 		if err != nil {
 			return err
 		}
@@ -512,24 +609,43 @@ func (e *experiment) loadTrials(ctx context.Context, r runner, where string, arg
 	return trials, nil
 }
 
-func (e *experiment) scanTrial(rows *dbsql.Rows) (storage.Trial, error) {
-	var (
-		t          = storage.Trial{ExperimentID: e.info.ID, Params: map[string]string{}, Metadata: map[string]string{}}
-		runner     dbsql.NullInt64
-		status     string
-		start, end dbTime
-		reason     dbsql.NullString
-	)
-	if err := rows.Scan(&t.ID, &t.ConfigID, &t.ConfigHash, &runner, &status, &start, &end, &reason); err != nil {
-		return t, err
+// trialRow holds the columns of trialCols while a row is scanned; one
+// serves all the rows of a query (the scan targets escape to the heap).
+type trialRow struct {
+	id                         int
+	configID                   int64
+	hash, status               string
+	runner, retry, reusedTrial dbsql.NullInt64
+	start, end, lease, stop    dbTime
+	reason, owner, reusedExp   dbsql.NullString
+	dest                       []any
+}
+
+func newTrialRow() *trialRow {
+	r := &trialRow{}
+	r.dest = []any{&r.id, &r.configID, &r.hash, &r.runner, &r.status, &r.start, &r.end, &r.reason,
+		&r.owner, &r.lease, &r.retry, &r.reusedExp, &r.reusedTrial, &r.stop}
+	return r
+}
+
+func (e *experiment) scanTrial(rows *dbsql.Rows, r *trialRow) (storage.Trial, error) {
+	if err := rows.Scan(r.dest...); err != nil {
+		return storage.Trial{}, err
 	}
-	st, err := trial.ParseStatus(status)
+	st, err := trial.ParseStatus(r.status)
 	if err != nil {
-		return t, fmt.Errorf("trial %d: %w", t.ID, err)
+		return storage.Trial{}, fmt.Errorf("trial %d: %w", r.id, err)
 	}
-	t.Status, t.TrialRunnerID = st, int(runner.Int64)
-	t.TsStart, t.TsEnd, t.FailureReason = start.t, end.t, reason.String
-	if end.valid {
+	t := storage.Trial{
+		ExperimentID: e.info.ID, ID: r.id, ConfigID: r.configID, ConfigHash: r.hash, TrialRunnerID: int(r.runner.Int64),
+		Status: st, TsStart: r.start.t, TsEnd: r.end.t, Params: map[string]string{}, Metadata: map[string]string{},
+		FailureReason: r.reason.String, Owner: r.owner.String, LeaseUntil: r.lease.t, RetryOf: int(r.retry.Int64),
+		StopRequested: r.stop.valid,
+	}
+	if r.reusedTrial.Valid {
+		t.ReusedFrom = &storage.TrialRef{ExperimentID: r.reusedExp.String, TrialID: int(r.reusedTrial.Int64)}
+	}
+	if r.end.valid {
 		t.Results = storage.Metrics{}
 	}
 	return t, nil
@@ -570,13 +686,13 @@ func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetai
 				start dbTime
 				dur   int64
 			)
-			if err := rows.Scan(&o.Phase, &o.Env, &o.Line, &o.Command, &o.ExitCode, &o.Stdout, &o.Stderr, &o.Truncated, &start, &dur); err != nil {
+			if err := rows.Scan(&o.Phase, &o.Env, &o.Line, &o.Command, &o.ExitCode, &o.Stdout, &o.Stderr, &o.Truncated, &o.TimedOut, &start, &dur); err != nil {
 				return err
 			}
 			o.Start, o.Duration = start.t, time.Duration(dur)
 			d.Output = append(d.Output, o)
 			return nil
-		}, `SELECT phase, env_name, line, command, exit_code, stdout, stderr, truncated, ts_start, duration_ns
+		}, `SELECT phase, env_name, line, command, exit_code, stdout, stderr, truncated, timed_out, ts_start, duration_ns
 			FROM trial_output WHERE exp_id = ? AND trial_id = ? ORDER BY seq`, key...)
 		if err != nil {
 			return fmt.Errorf("storage: load output of trial %d: %w", trialID, err)
