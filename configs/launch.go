@@ -36,6 +36,10 @@ type Args struct {
 	NoProgress bool
 	Help       bool
 
+	// Options holds the globals set by bench's own options (--gpus,
+	// --no-reuse, ...), in order; they override every other global.
+	Options []KeyValue
+
 	// Extra holds the other --key value / --key=value pairs, in order; they
 	// become globals (dashes in keys turned into underscores).
 	Extra []KeyValue
@@ -72,6 +76,11 @@ type Option struct {
 	dest  string
 	help  string
 	meta  string
+	// global, when set, makes the option set that global (bench's own
+	// options for settings that configs can also give as globals); a flag
+	// sets it to flagValue.
+	global    string
+	flagValue any
 }
 
 // Names returns the option's spellings.
@@ -97,7 +106,7 @@ var Options = []Option{
 	{names: []string{"--optimizer"}, kind: optString, dest: "optimizer", meta: "FILE", help: "optimizer config; without it, one trial of the default (or --tunable_values) configuration runs"},
 	{names: []string{"--trial_config_repeat_count", "--trial-config-repeat-count"}, kind: optInt, dest: "trial_config_repeat_count", meta: "N", help: "run each configuration N times (default 1)"},
 	{names: []string{"--num_trial_runners", "--num-trial-runners"}, kind: optInt, dest: "num_trial_runners", meta: "N", help: "number of trial runners (default 1); each sees its own $trial_runner_id"},
-	{names: []string{"--scheduler"}, kind: optString, dest: "scheduler", meta: "FILE", help: "scheduler config (default: the synchronous scheduler)"},
+	{names: []string{"--scheduler"}, kind: optString, dest: "scheduler", meta: "FILE", help: "scheduler config (default: bench's parallel scheduler, which runs up to num_trial_runners trials at once; mlos_bench.schedulers.SyncScheduler runs one at a time)"},
 	{names: []string{"--storage"}, kind: optString, dest: "storage", meta: "FILE", help: "storage config (default: SQLite file bench.sqlite in the working folder, so a rerun resumes)"},
 	{names: []string{"--random_init", "--random-init"}, kind: optFlag, dest: "random_init", help: "start from random tunable values (before --tunable_values)"},
 	{names: []string{"--random_seed", "--random-seed"}, kind: optInt, dest: "random_seed", meta: "N", help: "seed for --random_init"},
@@ -108,6 +117,13 @@ var Options = []Option{
 	{names: []string{"--create-update-storage-schema-only", "--create_update_storage_schema_only"}, kind: optFlag, dest: "create_update_storage_schema_only", help: "create or migrate the storage schema, then exit"},
 	{names: []string{"--format"}, kind: optString, dest: "format", meta: "text|json", help: "format of the final summary on stdout (bench only)"},
 	{names: []string{"--no-progress", "--no_progress"}, kind: optFlag, dest: "no_progress", help: "plain log lines instead of a progress bar (bench only)"},
+	{names: []string{"--gpus"}, kind: optString, global: "gpus", meta: "LIST", help: "GPU device slots: ids like 0,1,3, or all (detected with nvidia-smi); each trial gets one GPU in CUDA_VISIBLE_DEVICES and $gpu_id (bench only)"},
+	{names: []string{"--max_retries", "--max-retries"}, kind: optInt, global: "max_retries", meta: "N", help: "retry a FAILED or TIMED_OUT trial up to N times, preferably on another runner (bench only; default 0)"},
+	{names: []string{"--max_failed_trials", "--max-failed-trials"}, kind: optInt, global: "max_failed_trials", meta: "N", help: "stop the experiment once N trials failed (bench only; default: no limit)"},
+	{names: []string{"--fail_fast", "--fail-fast"}, kind: optInt, global: "fail_fast", meta: "N", help: "stop early when the first N trials all fail the same way (bench only; default 3, 0 turns it off)"},
+	{names: []string{"--trial_idle_timeout", "--trial-idle-timeout"}, kind: optString, global: "trial_idle_timeout", meta: "DURATION", help: "stop a trial as TIMED_OUT when it prints nothing and writes no telemetry for this long, e.g. 10m (bench only; default off)"},
+	{names: []string{"--no_reuse", "--no-reuse"}, kind: optFlag, global: "reuse", flagValue: false, help: "always run a trial, even when an identical one (same configuration and repeat) already succeeded in the experiment (bench only)"},
+	{names: []string{"--reuse_from", "--reuse-from"}, kind: optString, global: "reuse_from", meta: "EXPERIMENT", help: "also reuse results of identical trials of this experiment, when its environment config and git commit match (bench only)"},
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }
 
@@ -192,6 +208,21 @@ func ParseArgs(argv []string) (*Args, error) {
 }
 
 func (a *Args) set(opt *Option, name string, values []string) error {
+	if opt.global != "" {
+		var v any = opt.flagValue
+		if len(values) > 0 {
+			v = values[0]
+		}
+		if opt.kind == optInt {
+			n, err := strconv.ParseInt(strings.TrimSpace(values[0]), 10, 64)
+			if err != nil {
+				return usagef("option %s needs an integer, got %q", name, values[0])
+			}
+			v = n
+		}
+		a.Options = append(a.Options, KeyValue{Key: opt.global, Value: v})
+		return nil
+	}
 	var n int64
 	if opt.kind == optInt {
 		v, err := strconv.ParseInt(strings.TrimSpace(values[0]), 10, 64)
@@ -404,7 +435,7 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 			}
 		}
 	}
-	for _, kv := range a.Extra {
+	for _, kv := range append(append([]KeyValue(nil), a.Extra...), a.Options...) {
 		globals.Set(kv.Key, kv.Value)
 		delete(l.GlobalRefs, kv.Key)
 	}

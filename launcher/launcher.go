@@ -6,16 +6,14 @@ package launcher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
@@ -24,9 +22,11 @@ import (
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/schedulers"
+	"github.com/benchtune/bench/schedulers/devices"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
 	_ "github.com/benchtune/bench/storage/sql" // SQLite and PostgreSQL backends
+	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -39,9 +39,13 @@ type Run struct {
 	Resumed      bool
 	Optimizer    optimizers.Optimizer
 	Scheduler    *schedulers.Scheduler
-	Runners      []*schedulers.TrialRunner
-	Tunables     *tunables.Groups
-	RootEnv      string // resolved path of the root environment config
+	Runners      []*schedulers.LocalRunner
+	// SchedulerConfig is the scheduler's typed config.
+	SchedulerConfig schedulers.Config
+	Tunables        *tunables.Groups
+	RootEnv         string // resolved path of the root environment config
+
+	schedulerHasID bool // the scheduler config file sets experiment_id
 
 	builders []*environments.Builder
 	bases    []*services.Stack // the LocalExecService layer under each runner's services
@@ -52,9 +56,10 @@ type Run struct {
 type Options struct {
 	Observer schedulers.Observer
 	Logger   *slog.Logger
+	// Worker joins an experiment that another process drives: it claims
+	// and runs queued trials and never suggests (bench worker).
+	Worker bool
 }
-
-var experimentIDRe = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
 // localExecClass is the parent service of every stack (mlos_bench puts a
 // LocalExecService under the configured services).
@@ -90,11 +95,12 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		gitDone <- g
 	}()
 
-	n, _ := l.Globals["num_trial_runners"].(int64)
-	if n < 1 {
-		n = 1
+	schedCfg, err := r.schedulerConfig()
+	if err != nil {
+		return nil, err
 	}
-	for id := 1; id <= int(n); id++ {
+	r.SchedulerConfig = schedCfg
+	for id := 1; id <= schedCfg.NumTrialRunners; id++ {
 		globals := maps.Clone(l.Globals)
 		globals["trial_runner_id"] = int64(id)
 		b := environments.NewBuilder(l.Loader)
@@ -107,7 +113,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		if err != nil {
 			return nil, err
 		}
-		r.Runners = append(r.Runners, &schedulers.TrialRunner{ID: id, Env: env})
+		r.Runners = append(r.Runners, schedulers.NewLocalRunner(id, env))
 	}
 
 	if r.Tunables, err = r.initialTunables(); err != nil {
@@ -116,11 +122,15 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	if r.Optimizer, err = r.buildOptimizer(); err != nil {
 		return nil, err
 	}
-	schedCfg, err := r.schedulerConfig()
+	if l.Globals["experiment_id"] == nil && !r.schedulerHasID {
+		schedCfg.ExperimentID = defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv)
+		r.SchedulerConfig.ExperimentID = schedCfg.ExperimentID
+	}
+	r.ExperimentID = schedCfg.ExperimentID
+	pool, err := devicePool(ctx, schedCfg)
 	if err != nil {
 		return nil, err
 	}
-	r.ExperimentID = schedCfg.ExperimentID
 
 	if r.Storage, err = OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false); err != nil {
 		return nil, err
@@ -136,11 +146,41 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	for _, t := range r.Optimizer.Targets() {
 		info.Objectives = append(info.Objectives, storage.Objective{Name: t.Name, Direction: t.Direction()})
 	}
-	if r.Experiment, r.Resumed, err = r.Storage.Experiment(ctx, info); err != nil {
+	if o.Worker {
+		// A worker joins an existing experiment and never creates one.
+		if r.Experiment, err = r.Storage.LoadExperiment(ctx, r.ExperimentID); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, fmt.Errorf("bench worker: experiment %q does not exist in %s: start its driver (bench run) first", r.ExperimentID, r.Storage.Describe())
+			}
+			return nil, err
+		}
+		r.Resumed = true
+	} else if r.Experiment, r.Resumed, err = r.Storage.Experiment(ctx, info); err != nil {
 		return nil, err
 	}
-	r.Scheduler, err = schedulers.New(schedCfg, r.Runners, r.Optimizer, r.Experiment, l.Globals,
-		schedulers.Options{Observer: o.Observer, Logger: o.Logger})
+	var reuseFrom storage.Experiment
+	if schedCfg.Reuse && schedCfg.ReuseFrom != "" {
+		if reuseFrom, err = r.reuseSource(ctx, schedCfg.ReuseFrom, info); err != nil {
+			return nil, err
+		}
+	}
+	runners := make([]schedulers.Runner, len(r.Runners))
+	for i, lr := range r.Runners {
+		runners[i] = lr
+	}
+	st := r.Storage
+	expID := r.ExperimentID
+	r.Scheduler, err = schedulers.New(schedCfg, runners, r.Optimizer, r.Experiment, schedulers.Options{
+		Observer: o.Observer, Logger: o.Logger, Globals: l.Globals, Tunables: r.Runners[0].Env.Tunables(),
+		Devices: pool, Worker: o.Worker, ReuseFrom: reuseFrom,
+		ExperimentStatus: func(ctx context.Context) (trial.Status, error) {
+			e, err := st.LoadExperiment(ctx, expID)
+			if err != nil {
+				return trial.UNKNOWN, err
+			}
+			return e.Info().Status, nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -244,89 +284,27 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 	return optimizers.New(spec)
 }
 
-// schedulerConfig reads the scheduler config (default: the synchronous
-// scheduler) with the globals merged in.
+// schedulerConfig reads the scheduler config (default: bench's parallel
+// scheduler) with the globals merged in; the schedulers package decodes
+// and checks it.
 func (r *Run) schedulerConfig() (schedulers.Config, error) {
 	l := r.Launch
-	cfg := map[string]any{
-		"experiment_id":             defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv),
-		"trial_id":                  int64(1),
-		"config_id":                 int64(-1),
-		"trial_config_repeat_count": int64(1),
-		"max_trials":                int64(-1),
-		"teardown":                  l.Teardown,
-	}
 	ref := source.Ref{}
+	class := ""
+	var fileCfg map[string]any
 	if l.Scheduler != "" {
 		doc, err := l.Loader.Load(l.Scheduler, configs.KindScheduler)
 		if err != nil {
 			return schedulers.Config{}, err
 		}
-		class := doc.Root.Get("class").Str
-		if !strings.HasSuffix(class, "SyncScheduler") {
-			return schedulers.Config{}, doc.Errorf([]string{"class"}, "unknown scheduler class %q (bench has mlos_bench.schedulers.SyncScheduler)", class)
-		}
 		ref = doc.At()
-		fileCfg, _ := doc.Root.Get("config").Value().(map[string]any)
-		maps.Copy(cfg, fileCfg)
+		class = doc.Root.Get("class").Str
+		fileCfg, _ = doc.Root.Get("config").Value().(map[string]any)
+		_, r.schedulerHasID = fileCfg["experiment_id"]
 	}
-	globals := maps.Clone(l.Globals)
-	delete(globals, "teardown")
-	if err := configs.MergeParameters(cfg, globals, nil, ""); err != nil {
-		return schedulers.Config{}, err
-	}
-	cref := ref.Child("config")
-	out := schedulers.Config{}
-	var ok bool
-	if out.ExperimentID, ok = cfg["experiment_id"].(string); !ok || !experimentIDRe.MatchString(strings.TrimSpace(out.ExperimentID)) {
-		return out, cref.Child("experiment_id").Errorf("experiment_id %v is invalid: use letters, digits, '_', '.' and '-'", configs.PyStr(cfg["experiment_id"]))
-	}
-	out.ExperimentID = strings.TrimSpace(out.ExperimentID)
-	ints := map[string]*int{"trial_id": &out.TrialID, "config_id": &out.ConfigID, "max_trials": &out.MaxTrials, "trial_config_repeat_count": &out.TrialConfigRepeatCount}
-	for k, dst := range ints {
-		v, ok := toInt(cfg[k])
-		if !ok {
-			return out, cref.Child(k).Errorf("%s must be an integer, got %v", k, configs.PyStr(cfg[k]))
-		}
-		*dst = v
-	}
-	if out.TrialConfigRepeatCount < 1 {
-		return out, cref.Child("trial_config_repeat_count").Errorf("trial_config_repeat_count must be >= 1")
-	}
-	td, ok := cfg["teardown"].(bool)
-	if !ok {
-		return out, cref.Child("teardown").Errorf("teardown must be true or false")
-	}
-	// --no-teardown always wins over the scheduler config.
-	out.Teardown = td && l.Teardown
-	return out, nil
-}
-
-func toInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case int64:
-		return int(x), true
-	case float64:
-		if x == float64(int(x)) {
-			return int(x), true
-		}
-	case string:
-		if i, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-// decodeStorage turns a storage "config" object into a storage.Config.
-func decodeStorage(m map[string]any) (storage.Config, error) {
-	var cfg storage.Config
-	data, err := json.Marshal(m)
-	if err != nil {
-		return cfg, err
-	}
-	err = json.Unmarshal(data, &cfg)
-	return cfg, err
+	// The default experiment id needs the root environment's name: it is
+	// filled in once the environment is built (see Build).
+	return schedulers.DecodeConfig(class, fileCfg, l.Globals, ref, "DEFAULT_EXPERIMENT_ID", l.Teardown)
 }
 
 // defaultExperimentID names an experiment after its root environment when
@@ -381,8 +359,8 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 			return nil, err
 		}
 		class := doc.Root.Get("class").Str
-		if !strings.HasSuffix(class, "SqlStorage") {
-			return nil, doc.Errorf([]string{"class"}, "unknown storage class %q (bench has mlos_bench.storage.sql.storage.SqlStorage)", class)
+		if _, err := storage.DecodeConfig(class, map[string]any{}); err != nil && !strings.Contains(err.Error(), "key") {
+			return nil, doc.Errorf([]string{"class"}, "%v", err)
 		}
 		m, _ := doc.Root.Get("config").Value().(map[string]any)
 		if m == nil {
@@ -398,7 +376,7 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 				}
 			}
 		}
-		if cfg, err = decodeStorage(m); err != nil {
+		if cfg, err = storage.DecodeConfig(class, m); err != nil {
 			return nil, doc.Errorf([]string{"config"}, "%v", err)
 		}
 	}
@@ -449,4 +427,48 @@ func (r *Run) Close() error {
 func Getwd() string {
 	wd, _ := os.Getwd()
 	return wd
+}
+
+// devicePool builds the device slots the scheduler config asks for: GPUs
+// from a list (or every GPU nvidia-smi finds, for "all"), CPU slots.
+func devicePool(ctx context.Context, cfg schedulers.Config) (*devices.Pool, error) {
+	dc := devices.Config{GPUsPerTrial: cfg.GPUsPerTrial, CPUSlots: cfg.CPUSlots, CoresPerSlot: cfg.CoresPerSlot, PinCores: cfg.PinCores}
+	switch strings.ToLower(cfg.GPUs) {
+	case "", "none":
+	case "all", "auto":
+		gpus, err := devices.DetectGPUs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("gpus %q: %w", cfg.GPUs, err)
+		}
+		if len(gpus) == 0 {
+			return nil, fmt.Errorf("gpus %q: nvidia-smi found no GPU (is it installed and on PATH?); list GPU ids instead, e.g. --gpus 0,1", cfg.GPUs)
+		}
+		dc.GPUs = devices.IDs(gpus)
+	default:
+		gpus, err := devices.ParseGPUs(cfg.GPUs)
+		if err != nil {
+			return nil, fmt.Errorf("gpus: %w", err)
+		}
+		dc.GPUs = gpus
+	}
+	if len(dc.GPUs) == 0 && dc.CPUSlots == 0 {
+		return nil, nil
+	}
+	return devices.NewPool(dc)
+}
+
+// reuseSource opens the experiment whose results --reuse-from may reuse:
+// only when its environment config and git commit match this one's.
+func (r *Run) reuseSource(ctx context.Context, id string, info storage.ExperimentInfo) (storage.Experiment, error) {
+	src, err := r.Storage.LoadExperiment(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reuse_from %q: %w", id, err)
+	}
+	si := src.Info()
+	if si.RootEnvConfig != info.RootEnvConfig || si.GitCommit != info.GitCommit {
+		r.log.Warn("not reusing results of another experiment: its environment config or git commit differs",
+			"reuse_from", id, "its_env", si.RootEnvConfig, "env", info.RootEnvConfig, "its_commit", si.GitCommit, "commit", info.GitCommit)
+		return nil, nil
+	}
+	return src, nil
 }

@@ -105,8 +105,12 @@ func (g *Grid) keyOf(tun *tunables.Groups) string {
 	return g.key(vals)
 }
 
-// Suggest returns the next grid point.
-func (g *Grid) Suggest(ctx context.Context) (*tunables.Groups, error) {
+// Suggest returns the next k grid points.
+func (g *Grid) Suggest(ctx context.Context, k int) ([]Suggestion, error) {
+	return g.each(ctx, k, g.NotConverged, g.one)
+}
+
+func (g *Grid) one(ctx context.Context) (*tunables.Groups, error) {
 	tun := g.next()
 	if g.startWithDefaults {
 		g.startWithDefaults = false
@@ -142,9 +146,9 @@ func (g *Grid) NotConverged() bool {
 	return g.iter < g.maxSuggestions && len(g.pending) > 0
 }
 
-// Register records a result.
-func (g *Grid) Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
-	return g.Base.Register(tun, status, results)
+// Observe records a result.
+func (g *Grid) Observe(id int, tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
+	return g.Base.Observe(id, tun, status, results)
 }
 
 // BulkRegister records earlier results and removes their configurations
@@ -152,7 +156,7 @@ func (g *Grid) Register(tun *tunables.Groups, status trial.Status, results map[s
 func (g *Grid) BulkRegister(priors []Prior) error {
 	return g.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
 		delete(g.pending, g.keyOf(t))
-		_, err := g.Register(t, s, r)
+		_, err := g.Observe(0, t, s, r)
 		return err
 	})
 }

@@ -63,8 +63,8 @@ type MlosCore struct {
 	kind    string
 	space   *tunables.Space
 	eng     engine
-	pending []tunables.Point
-	seen    map[string]bool // configurations already observed (snapped points)
+	pending map[int]tunables.Point // suggestions not yet observed, by id
+	seen    map[string]bool        // configurations already observed (snapped points)
 }
 
 func newMlosCore(spec Spec) (Optimizer, error) {
@@ -121,33 +121,6 @@ func newMlosCore(spec Spec) (Optimizer, error) {
 	return m, nil
 }
 
-// Suggest asks the engine for the next configuration.
-func (m *MlosCore) Suggest(ctx context.Context) (*tunables.Groups, error) {
-	tun := m.next()
-	if m.startWithDefaults {
-		m.startWithDefaults = false
-		p, err := m.space.Encode(tun.Values())
-		if err != nil {
-			return nil, err
-		}
-		m.pending = append(m.pending, p)
-		return tun, nil
-	}
-	pts, err := m.distinct(1)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := m.space.Decode(pts[0])
-	if err != nil {
-		return nil, err
-	}
-	if err := tun.Assign(vals); err != nil {
-		return nil, err
-	}
-	m.pending = append(m.pending, pts[0])
-	return tun, nil
-}
-
 // maxRetries bounds how often distinct asks the engine again for a point
 // that is not a duplicate.
 const maxRetries = 25
@@ -162,10 +135,11 @@ const maxRetries = 25
 // The returned points are snapped.
 func (m *MlosCore) distinct(k int) ([]tunables.Point, error) {
 	taken := map[string]bool{}
+	avoid := make([]tunables.Point, 0, len(m.pending)+k)
 	for _, p := range m.pending {
 		taken[pointKey(p)] = true
+		avoid = append(avoid, p)
 	}
-	avoid := append([]tunables.Point(nil), m.pending...)
 	var out, dups []tunables.Point
 	for try := 0; len(out) < k && try < maxRetries; try++ {
 		pts, err := m.eng.Suggest(k-len(out), avoid)
@@ -199,9 +173,11 @@ func (m *MlosCore) distinct(k int) ([]tunables.Point, error) {
 	return out, nil
 }
 
-// Register feeds a result to the engine.
-func (m *MlosCore) Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
-	scores, err := m.Base.Register(tun, status, results)
+// Observe feeds a result to the engine; suggestion id is no longer
+// pending. An outcome the optimizer did not suggest (id 0) drops a pending
+// suggestion of exactly the same configuration, if any.
+func (m *MlosCore) Observe(id int, tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
+	scores, err := m.Base.Observe(id, tun, status, results)
 	if err != nil {
 		return nil, err
 	}
@@ -209,43 +185,31 @@ func (m *MlosCore) Register(tun *tunables.Groups, status trial.Status, results m
 	if err != nil {
 		return nil, err
 	}
-	m.dropPending(p)
+	key := pointKey(m.space.Snap(p))
+	if _, ok := m.pending[id]; ok && id > 0 {
+		delete(m.pending, id)
+	} else {
+		for pid, q := range m.pending {
+			if pointKey(q) == key {
+				delete(m.pending, pid)
+				break
+			}
+		}
+	}
 	if m.seen == nil {
 		m.seen = map[string]bool{}
 	}
-	m.seen[pointKey(p)] = true
+	m.seen[key] = true
 	if err := m.eng.Observe(algo.Observation{X: p, Y: scores}); err != nil {
 		return nil, err
 	}
 	return scores, nil
 }
 
-func (m *MlosCore) dropPending(p tunables.Point) {
-	for i, q := range m.pending {
-		if samePoint(p, q) {
-			m.pending = append(m.pending[:i], m.pending[i+1:]...)
-			return
-		}
-	}
-}
-
-func samePoint(a, b tunables.Point) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		d := a[i] - b[i]
-		if d > 1e-9 || d < -1e-9 {
-			return false
-		}
-	}
-	return true
-}
-
 // BulkRegister warm-starts the engine from earlier trials.
 func (m *MlosCore) BulkRegister(priors []Prior) error {
 	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
-		_, err := m.Register(t, s, r)
+		_, err := m.Observe(0, t, s, r)
 		return err
 	})
 }
@@ -292,24 +256,33 @@ func (r *randomEngine) Suggest(k int, pending []tunables.Point) ([]tunables.Poin
 	return out, nil
 }
 
-// SuggestBatch returns k distinct configurations at once (one per idle
+// Suggest returns up to k distinct configurations at once (one per idle
 // trial runner): the engine spreads them out (the Bayesian optimizer with
 // the Kriging believer, the local search along different directions), and
-// none repeats a configuration still pending.
-func (m *MlosCore) SuggestBatch(ctx context.Context, k int) ([]*tunables.Groups, error) {
+// none repeats a configuration still pending. The first suggestion is the
+// initial configuration when start_with_defaults is set.
+func (m *MlosCore) Suggest(ctx context.Context, k int) ([]Suggestion, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("%s: asked for %d suggestions", m.name, k)
 	}
-	var out []*tunables.Groups
-	if m.startWithDefaults {
-		t, err := m.Suggest(ctx)
+	if m.pending == nil {
+		m.pending = map[int]tunables.Point{}
+	}
+	k = min(k, m.maxSuggestions-m.iter)
+	var out []Suggestion
+	if k > 0 && m.startWithDefaults {
+		m.startWithDefaults = false
+		tun := m.next()
+		p, err := m.space.Encode(tun.Values())
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		id := m.newID()
+		m.pending[id] = m.space.Snap(p)
+		out = append(out, Suggestion{ID: id, Tunables: tun})
 		k--
 	}
-	if k == 0 {
+	if k <= 0 {
 		return out, nil
 	}
 	pts, err := m.distinct(k)
@@ -325,8 +298,9 @@ func (m *MlosCore) SuggestBatch(ctx context.Context, k int) ([]*tunables.Groups,
 		if err := tun.Assign(vals); err != nil {
 			return nil, err
 		}
-		m.pending = append(m.pending, p)
-		out = append(out, tun)
+		id := m.newID()
+		m.pending[id] = p
+		out = append(out, Suggestion{ID: id, Tunables: tun})
 	}
 	return out, nil
 }

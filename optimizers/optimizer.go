@@ -31,18 +31,29 @@ type Observation struct {
 	Status trial.Status
 }
 
-// Optimizer suggests configurations and learns from their results.
+// Suggestion is a configuration the optimizer proposes, with the id that
+// its outcome is observed under.
+type Suggestion struct {
+	ID       int // > 0, unique within this optimizer
+	Tunables *tunables.Groups
+}
+
+// Optimizer suggests configurations and learns from their results. It is
+// used by one goroutine (the scheduler's dispatcher).
 type Optimizer interface {
 	// Name is recorded with each trial (e.g. "MlosCoreOptimizer:SMAC").
 	Name() string
 	Targets() []Target
-	// Suggest returns the next configuration to try: a copy of the
-	// tunables with the suggested values.
-	Suggest(ctx context.Context) (*tunables.Groups, error)
-	// Register records the outcome of a trial. For SUCCEEDED, results must
-	// hold a numeric value for every target; every other completed status
-	// counts as +Inf for every target. It returns the scores (to minimize).
-	Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error)
+	// Suggest returns up to k configurations, distinct from each other and
+	// from the pending ones (suggested, not yet observed) where the
+	// optimizer can tell; fewer (possibly none) once it has converged.
+	Suggest(ctx context.Context, k int) ([]Suggestion, error)
+	// Observe records the outcome of suggestion id, which is no longer
+	// pending; id 0 is an outcome the optimizer did not suggest (an earlier
+	// run's trial, another process's). For SUCCEEDED, results must hold a
+	// numeric value for every target; every other completed status counts
+	// as +Inf for every target. It returns the scores (to minimize).
+	Observe(id int, tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error)
 	// BulkRegister warm-starts the optimizer with earlier trials (resume).
 	BulkRegister(trials []Prior) error
 	// NotConverged reports whether more suggestions should be asked for.
@@ -57,6 +68,19 @@ type Optimizer interface {
 	MaxSuggestions() int
 	// Iteration counts the suggestions made so far in this process.
 	Iteration() int
+	// Skip counts n suggestions made by earlier runs of the experiment, so
+	// that a resumed experiment completes its budget.
+	Skip(n int)
+}
+
+// SuggestOne asks for a single configuration (nil, nil when the optimizer
+// has none left).
+func SuggestOne(ctx context.Context, o Optimizer) (*tunables.Groups, error) {
+	s, err := o.Suggest(ctx, 1)
+	if err != nil || len(s) == 0 {
+		return nil, err
+	}
+	return s[0].Tunables, nil
 }
 
 // Prior is an earlier trial used to warm-start an optimizer.
@@ -123,6 +147,7 @@ type Base struct {
 	seed              int64
 	startWithDefaults bool
 	iter              int
+	lastID            int
 	best              *Observation
 	ref               source.Ref
 }
@@ -269,6 +294,29 @@ func (b *Base) next() *tunables.Groups {
 	return b.tunables.Copy()
 }
 
+// newID returns the id of the next suggestion.
+func (b *Base) newID() int {
+	b.lastID++
+	return b.lastID
+}
+
+// each makes up to k suggestions with one, stopping when the budget is
+// spent (optimizers that have nothing to spread out).
+func (b *Base) each(ctx context.Context, k int, notConverged func() bool, one func(context.Context) (*tunables.Groups, error)) ([]Suggestion, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("%s: asked for %d suggestions", b.name, k)
+	}
+	var out []Suggestion
+	for len(out) < k && notConverged() {
+		tun, err := one(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, Suggestion{ID: b.newID(), Tunables: tun})
+	}
+	return out, nil
+}
+
 // ErrMissingMetric is wrapped when a successful trial lacks a target
 // metric or has a non-numeric one.
 var ErrMissingMetric = trial.ErrMissingMetric
@@ -303,8 +351,8 @@ func (b *Base) Best() (Observation, bool) {
 	return *b.best, true
 }
 
-// Register scores and tracks a result; concrete optimizers call it first.
-func (b *Base) Register(tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
+// Observe scores and tracks a result; concrete optimizers call it first.
+func (b *Base) Observe(_ int, tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
 	if !status.IsCompleted() {
 		return nil, fmt.Errorf("cannot register a trial with status %s: only completed trials are registered", status)
 	}
@@ -316,7 +364,7 @@ func (b *Base) Register(tun *tunables.Groups, status trial.Status, results map[s
 	return scores, nil
 }
 
-// bulk replays priors through register (skipping CANCELED trials) and
+// bulk replays priors through observe (skipping CANCELED trials) and
 // turns off start_with_defaults when there is data, like mlos_bench.
 func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, trial.Status, map[string]any) error) error {
 	n := 0

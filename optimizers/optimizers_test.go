@@ -67,11 +67,11 @@ func loop(t *testing.T, o Optimizer, n int) float64 {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < n && o.NotConverged(); i++ {
-		tun, err := o.Suggest(ctx)
+		tun, err := SuggestOne(ctx, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+		if _, err := o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestOneShot(t *testing.T) {
 	if o.MaxSuggestions() != 1 || o.SupportsPreload() {
 		t.Fatalf("max %d preload %v", o.MaxSuggestions(), o.SupportsPreload())
 	}
-	tun, err := o.Suggest(context.Background())
+	tun, err := SuggestOne(context.Background(), o)
 	if err != nil || !tun.IsDefaults() {
 		t.Fatalf("one-shot should suggest the initial (default) values: %v %v", tun, err)
 	}
@@ -104,7 +104,7 @@ func TestManualCycles(t *testing.T) {
 	}
 	var xs []int64
 	for o.NotConverged() {
-		tun, err := o.Suggest(context.Background())
+		tun, err := SuggestOne(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestMockDeterministic(t *testing.T) {
 		o := newOpt(t, "mlos_bench.optimizers.MockOptimizer", `{"seed": 7, "max_suggestions": 5}`)
 		var out []map[string]any
 		for o.NotConverged() {
-			tun, _ := o.Suggest(context.Background())
+			tun, _ := SuggestOne(context.Background(), o)
 			out = append(out, tun.Values())
 		}
 		return out
@@ -139,7 +139,7 @@ func TestGridSearch(t *testing.T) {
 	seen := map[string]bool{}
 	first := true
 	for o.NotConverged() {
-		tun, err := o.Suggest(context.Background())
+		tun, err := SuggestOne(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestGridSearch(t *testing.T) {
 			t.Fatalf("grid point suggested twice: %v", tun.Values())
 		}
 		seen[k] = true
-		if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+		if _, err := o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,7 +172,7 @@ func TestGridSearchResumeSkipsDoneConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for o.NotConverged() {
-		tun, err := o.Suggest(context.Background())
+		tun, err := SuggestOne(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,8 +227,8 @@ func TestMlosCoreDefaultTypeAndErrors(t *testing.T) {
 
 func TestRegisterRules(t *testing.T) {
 	o := newOpt(t, "mlos_bench.optimizers.MockOptimizer", `{"optimization_targets": {"throughput": "max", "latency": "min"}}`)
-	tun, _ := o.Suggest(context.Background())
-	scores, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": "2.5"})
+	tun, _ := SuggestOne(context.Background(), o)
+	scores, err := o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": "2.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,23 +236,23 @@ func TestRegisterRules(t *testing.T) {
 		t.Errorf("max targets are negated: %s", diff)
 	}
 	for _, st := range []trial.Status{trial.FAILED, trial.TIMED_OUT, trial.CANCELED} {
-		scores, err := o.Register(tun, st, nil)
+		scores, err := o.Observe(0, tun, st, nil)
 		if err != nil || !math.IsInf(scores[0], 1) || !math.IsInf(scores[1], 1) {
 			t.Errorf("%s should register +Inf, got %v %v", st, scores, err)
 		}
 	}
-	if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 1.0}); !errors.Is(err, ErrMissingMetric) {
+	if _, err := o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"throughput": 1.0}); !errors.Is(err, ErrMissingMetric) {
 		t.Errorf("missing metric: %v", err)
 	}
-	if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": "fast", "latency": 1.0}); !errors.Is(err, ErrMissingMetric) {
+	if _, err := o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"throughput": "fast", "latency": 1.0}); !errors.Is(err, ErrMissingMetric) {
 		t.Errorf("non-numeric metric: %v", err)
 	}
-	if _, err := o.Register(tun, trial.RUNNING, nil); err == nil {
+	if _, err := o.Observe(0, tun, trial.RUNNING, nil); err == nil {
 		t.Error("a running trial cannot be registered")
 	}
 	// Lexicographic best: throughput first (declared first), then latency.
-	_, _ = o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": 1.0})
-	_, _ = o.Register(tun, trial.SUCCEEDED, map[string]any{"throughput": 90.0, "latency": 0.1})
+	_, _ = o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"throughput": 100.0, "latency": 1.0})
+	_, _ = o.Observe(0, tun, trial.SUCCEEDED, map[string]any{"throughput": 90.0, "latency": 0.1})
 	best, _ := o.Best()
 	if diff := cmp.Diff([]float64{-100, 1}, best.Scores); diff != "" {
 		t.Error(diff)
@@ -277,7 +277,7 @@ func TestBulkRegisterWarmStart(t *testing.T) {
 		t.Fatalf("best after warm start: %+v", best)
 	}
 	// With prior data the defaults are not forced first.
-	tun, err := o.Suggest(context.Background())
+	tun, err := SuggestOne(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,24 +296,33 @@ func TestSuggestBatchDistinct(t *testing.T) {
 			o := newOpt(t, "mlos_bench.optimizers.MlosCoreOptimizer", `{"optimizer_type": "`+typ+`", "max_suggestions": 50}`).(*MlosCore)
 			seen := map[string]bool{}
 			for round := 0; round < 3; round++ {
-				batch, err := o.SuggestBatch(context.Background(), 4)
+				batch, err := o.Suggest(context.Background(), 4)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(batch) != 4 {
 					t.Fatalf("got %d suggestions", len(batch))
 				}
-				for _, tun := range batch {
+				ids := map[int]bool{}
+				for _, sg := range batch {
+					tun := sg.Tunables
+					if sg.ID <= 0 || ids[sg.ID] {
+						t.Fatalf("round %d: suggestion id %d is not new and positive", round, sg.ID)
+					}
+					ids[sg.ID] = true
 					if seen[tun.Hash()] {
 						t.Fatalf("round %d: %v suggested twice while pending", round, tun.Values())
 					}
 					seen[tun.Hash()] = true
 				}
-				// Register only half: the others stay pending.
-				for _, tun := range batch[:2] {
-					if _, err := o.Register(tun, trial.SUCCEEDED, map[string]any{"score": quadratic(tun)}); err != nil {
+				// Observe only half, by id: the others stay pending.
+				for _, sg := range batch[:2] {
+					if _, err := o.Observe(sg.ID, sg.Tunables, trial.SUCCEEDED, map[string]any{"score": quadratic(sg.Tunables)}); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if len(o.pending) != 2*(round+1) {
+					t.Fatalf("round %d: %d suggestions pending, want %d", round, len(o.pending), 2*(round+1))
 				}
 			}
 		})
@@ -345,7 +354,7 @@ func TestNoRepeatsOnLogIntsAndSpecials(t *testing.T) {
 			}
 			seen := map[string]bool{}
 			for o.NotConverged() {
-				tun, err := o.Suggest(context.Background())
+				tun, err := SuggestOne(context.Background(), o)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -31,8 +31,12 @@ func newMock(spec Spec) (Optimizer, error) {
 	return &Mock{Base: b, rng: rand.New(rand.NewPCG(uint64(b.seed), 0x6d6f636b)), space: b.tunables.Space()}, nil
 }
 
-// Suggest returns the next random configuration.
-func (m *Mock) Suggest(ctx context.Context) (*tunables.Groups, error) {
+// Suggest returns the next k random configurations.
+func (m *Mock) Suggest(ctx context.Context, k int) ([]Suggestion, error) {
+	return m.each(ctx, k, m.NotConverged, m.one)
+}
+
+func (m *Mock) one(ctx context.Context) (*tunables.Groups, error) {
 	tun := m.next()
 	if m.startWithDefaults {
 		m.startWithDefaults = false
@@ -51,7 +55,7 @@ func (m *Mock) Suggest(ctx context.Context) (*tunables.Groups, error) {
 // BulkRegister feeds earlier results (they only update the best).
 func (m *Mock) BulkRegister(priors []Prior) error {
 	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
-		_, err := m.Register(t, s, r)
+		_, err := m.Observe(0, t, s, r)
 		return err
 	})
 }
@@ -69,8 +73,10 @@ func newOneShot(spec Spec) (Optimizer, error) {
 	return &OneShot{Base: b}, nil
 }
 
-// Suggest returns the initial configuration.
-func (o *OneShot) Suggest(ctx context.Context) (*tunables.Groups, error) { return o.next(), nil }
+// Suggest returns the initial configuration (once).
+func (o *OneShot) Suggest(ctx context.Context, k int) ([]Suggestion, error) {
+	return o.each(ctx, k, o.NotConverged, func(context.Context) (*tunables.Groups, error) { return o.next(), nil })
+}
 
 // SupportsPreload is false: a one-shot run always runs its configuration.
 func (o *OneShot) SupportsPreload() bool { return false }
@@ -78,7 +84,7 @@ func (o *OneShot) SupportsPreload() bool { return false }
 // BulkRegister only updates the best observation.
 func (o *OneShot) BulkRegister(priors []Prior) error {
 	return o.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
-		_, err := o.Register(t, s, r)
+		_, err := o.Observe(0, t, s, r)
 		return err
 	})
 }
@@ -127,8 +133,12 @@ func newManual(spec Spec) (Optimizer, error) {
 	return m, nil
 }
 
-// Suggest returns the next configuration of the cycle.
-func (m *Manual) Suggest(ctx context.Context) (*tunables.Groups, error) {
+// Suggest returns the next k configurations of the cycle.
+func (m *Manual) Suggest(ctx context.Context, k int) ([]Suggestion, error) {
+	return m.each(ctx, k, m.NotConverged, m.one)
+}
+
+func (m *Manual) one(ctx context.Context) (*tunables.Groups, error) {
 	tun := m.next()
 	vals := m.cycle[(m.iter-1)%len(m.cycle)]
 	if len(vals) == 0 {
@@ -147,7 +157,7 @@ func (m *Manual) SupportsPreload() bool { return false }
 // BulkRegister only updates the best observation.
 func (m *Manual) BulkRegister(priors []Prior) error {
 	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
-		_, err := m.Register(t, s, r)
+		_, err := m.Observe(0, t, s, r)
 		return err
 	})
 }

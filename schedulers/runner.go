@@ -4,33 +4,111 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/benchtune/bench/trial"
 	"time"
 
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/services"
-	"github.com/benchtune/bench/storage"
-	"github.com/benchtune/bench/tunables"
+	"github.com/benchtune/bench/trial"
 )
 
-// TrialRunner runs trials on its own copy of the environment (mlos_bench's
-// TrialRunner); trial_runner_id is its ID.
-type TrialRunner struct {
-	ID  int
-	Env environments.Environment
+// Spec is one trial as a runner gets it: everything it needs to run the
+// trial, and nothing of the scheduler's.
+type Spec struct {
+	ExperimentID string
+	TrialID      int
+	// Params are the trial's tunable values as stored.
+	Params map[string]string
+	// Globals are the trial's globals: the experiment's, the trial's
+	// metadata (repeat_i, ...), experiment_id, trial_id, trial_runner_id
+	// and the device slot's (gpu_id, cpu_slot, device_slot).
+	Globals map[string]any
+	// ProcessEnv is added to the environment of the trial's processes only
+	// (CUDA_VISIBLE_DEVICES of its device slot), never to bench's own.
+	ProcessEnv map[string]string
+	// Cores pins the trial's processes to these CPU cores (nil: no pinning).
+	Cores []int
+	// Activity is touched by the trial's output and telemetry (hang
+	// detection); nil when not watched.
+	Activity *services.Activity
 }
+
+// Handle identifies a trial that runs outside bench's process (a batch job,
+// a remote task) so that a restarted bench can re-attach to it instead of
+// running it again. Local runners have none.
+type Handle struct {
+	Runner string `json:"runner"`
+	Data   []byte `json:"data"`
+}
+
+// Runner runs trials, one at a time, to an outcome (the shape of a Nomad
+// task driver). Run never panics on the trial's behalf and never returns an
+// error: every failure is the outcome's status and reason. When ctx is
+// cancelled, Run stops the trial (killing its processes) and returns
+// promptly; the outcome's status is then CANCELED, or TIMED_OUT when the
+// cancellation cause wraps services.ErrTimeout.
+type Runner interface {
+	// ID is the runner's trial_runner_id (1..N).
+	ID() int
+	Run(ctx context.Context, spec Spec) trial.Outcome
+	// Teardown undoes what the runner's trials set up (end of experiment).
+	Teardown(ctx context.Context) error
+	// Close releases the runner.
+	Close() error
+}
+
+// Recoverer is implemented by runners whose trials outlive a bench process:
+// Recover re-attaches to the trial a stored handle names and waits for its
+// outcome.
+type Recoverer interface {
+	Recover(ctx context.Context, h Handle) (trial.Outcome, error)
+}
+
+// LocalRunner runs trials on its own copy of the environment in this
+// process (mlos_bench's TrialRunner); trial_runner_id is its ID.
+type LocalRunner struct {
+	RunnerID int
+	Env      environments.Environment
+}
+
+// NewLocalRunner returns a runner over env.
+func NewLocalRunner(id int, env environments.Environment) *LocalRunner {
+	return &LocalRunner{RunnerID: id, Env: env}
+}
+
+// ID returns the runner's id.
+func (r *LocalRunner) ID() int { return r.RunnerID }
+
+// Close releases nothing: the environment's services belong to the caller.
+func (r *LocalRunner) Close() error { return nil }
 
 // Run runs one trial: open the environment, set it up with the trial's
 // configuration and globals, run it, read its status and telemetry, close
 // it. Failures of any step become the trial's status and reason; the
 // captured output of every command is kept.
-func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map[string]any) (out storage.TrialOutcome) {
+func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
-	defer func() { out.Output = rec.Outputs() }()
+	if len(spec.ProcessEnv) > 0 {
+		ctx = services.WithProcessEnv(ctx, spec.ProcessEnv)
+	}
+	if len(spec.Cores) > 0 {
+		ctx = services.WithCPUAffinity(ctx, spec.Cores)
+	}
+	if spec.Activity != nil {
+		ctx = services.WithActivity(ctx, spec.Activity)
+	}
+	defer func() {
+		out.Output = rec.Outputs()
+		if out.Ts.IsZero() {
+			out.Ts = time.Now().UTC()
+		}
+		if out.Status != trial.SUCCEEDED {
+			out.Results = nil
+		}
+	}()
 
 	if err := r.Env.Open(ctx); err != nil {
-		out.Status, out.FailureReason = failure("opening the environment", err)
+		out.Status, out.FailureReason = failure(ctx, "opening the environment", err)
 		return out
 	}
 	defer func() {
@@ -38,12 +116,21 @@ func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map
 			out.FailureReason = "closing the environment: " + err.Error()
 		}
 	}()
-	if err := r.Env.Setup(ctx, tun, globals); err != nil {
-		out.Status, out.FailureReason = failure("setup", err)
-		out.Ts = time.Now().UTC()
+	tun := r.Env.Tunables().Copy()
+	if err := tun.Assign(stringValues(spec.Params)); err != nil {
+		// The stored configuration no longer fits (the tunables changed).
+		out.Status, out.FailureReason = trial.FAILED, "configuration does not fit the current tunables: "+err.Error()
+		return out
+	}
+	if err := r.Env.Setup(ctx, tun, spec.Globals); err != nil {
+		out.Status, out.FailureReason = failure(ctx, "setup", err)
 		return out
 	}
 	res := r.Env.Run(ctx)
+	if ctx.Err() != nil {
+		out.Status, out.FailureReason = failure(ctx, "run", ctx.Err())
+		return out
+	}
 	st := r.Env.Status(ctx)
 	out.Telemetry = st.Telemetry
 	out.Status = res.Status
@@ -58,14 +145,23 @@ func (r *TrialRunner) Run(ctx context.Context, tun *tunables.Groups, globals map
 		out.Status = trial.FAILED
 		out.FailureReason = fmt.Sprintf("the environment finished its run step with status %s instead of a final status", res.Status)
 	}
-	if out.Status != trial.SUCCEEDED {
-		out.Results = nil
-	}
 	return out
 }
 
-// failure maps an error to a trial status and reason.
-func failure(step string, err error) (trial.Status, string) {
+// failure maps an error of a step to a trial status and reason. The
+// context's cancellation cause decides between a stop on request
+// (CANCELED) and a hang or time limit (TIMED_OUT).
+func failure(ctx context.Context, step string, err error) (trial.Status, string) {
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, services.ErrTimeout) {
+			return trial.TIMED_OUT, step + ": " + cause.Error()
+		}
+		if cause != nil && cause != ctx.Err() {
+			return trial.CANCELED, step + ": " + cause.Error()
+		}
+		return trial.CANCELED, step + " cancelled"
+	}
 	if errors.Is(err, services.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return trial.TIMED_OUT, step + " timed out: " + err.Error()
 	}
@@ -76,7 +172,7 @@ func failure(step string, err error) (trial.Status, string) {
 }
 
 // Teardown opens the environment and tears it down.
-func (r *TrialRunner) Teardown(ctx context.Context) error {
+func (r *LocalRunner) Teardown(ctx context.Context) error {
 	if err := r.Env.Open(ctx); err != nil {
 		return err
 	}

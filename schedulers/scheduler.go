@@ -1,88 +1,57 @@
 // Package schedulers runs the optimization loop (mlos_bench's Scheduler and
-// TrialRunner): ask the optimizer for configurations, queue them as trials
-// in storage, run each trial on an environment, store the outcome, feed
-// the results back, and resume an interrupted experiment where it stopped.
+// TrialRunner): a dispatcher asks the optimizer for configurations, queues
+// them as trials in storage, hands them to runners, stores each outcome,
+// feeds the results back, and resumes an interrupted experiment where it
+// stopped.
+//
+// One goroutine, the dispatcher, owns the optimizer and the queue. Each
+// running trial has a goroutine of its own that runs it on a Runner and
+// stores its outcome; the dispatcher then observes the outcome. Several
+// bench processes can work on one experiment: every trial a process runs is
+// owned by it in storage under a lease that its heartbeat renews, so a live
+// process's trials are never run twice, and a crashed process's trials are
+// claimed again once their lease has expired.
 package schedulers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/benchtune/bench/trial"
 	"log/slog"
 	"maps"
-	"math"
+	"os"
+	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/benchtune/bench/optimizers"
+	"github.com/benchtune/bench/schedulers/devices"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
 
-// Config is the scheduler's config (mlos_bench's SyncScheduler keys).
-type Config struct {
-	ExperimentID string
-	// TrialID is the id of the first trial of a new experiment.
-	TrialID int
-	// ConfigID, when > 0, re-runs that stored configuration first.
-	ConfigID               int
-	Teardown               bool
-	MaxTrials              int // <= 0: no limit
-	TrialConfigRepeatCount int // >= 1
-}
-
 // Observer is told about the progress of an experiment (for progress bars
-// and logs). Methods are called from the scheduler's goroutine.
+// and logs). Methods are called from the dispatcher's goroutine.
 type Observer interface {
 	TrialStarted(t storage.Trial)
-	TrialFinished(t storage.Trial, outcome storage.TrialOutcome, scores []float64)
+	// TrialFinished is called once the trial's outcome is stored. best is
+	// the experiment's best trial so far (across every process and earlier
+	// run), nil while no trial succeeded.
+	TrialFinished(t storage.Trial, outcome trial.Outcome, best *Best)
 }
 
-// Scheduler runs trials one after another on its trial runners (assigned
-// round-robin), like mlos_bench's SyncScheduler.
-type Scheduler struct {
-	cfg       Config
-	runners   []*TrialRunner
-	opt       optimizers.Optimizer
-	exp       storage.Experiment
-	globals   map[string]any
-	observer  Observer
-	log       *slog.Logger
-	teardownT time.Duration
-
-	lastTrialID int
-	nextRunner  int
-	// queued holds the trials queued by this process, not yet run; fresh
-	// the results finished since the optimizer last saw results. After the
-	// warm-up (which reads storage), the loop works from these instead of
-	// re-reading storage for every trial.
-	queued     []storage.Trial
-	fresh      []optimizers.Prior
-	warm       bool
-	trialCount int // trials of the experiment, queued or finished
-	stats      Stats
-	// held is the outcome of the last trial while the optimizer takes it
-	// in and suggests the next configuration: it is then stored in the
-	// same transaction that queues the next trial (one commit per trial).
-	// Every other storage call stores it first (flush). slowOptimizer
-	// turns this off when the optimizer's last turn took longer than
-	// holdLimit, so that an outcome never waits long unstored.
-	held          *heldOutcome
-	slowOptimizer bool
+// Best is the experiment's best trial: its id and target values (in the
+// metrics' own signs, in target order).
+type Best struct {
+	TrialID int
+	Values  []float64
 }
-
-type heldOutcome struct {
-	trial   storage.Trial
-	outcome storage.TrialOutcome
-	scores  []float64
-}
-
-// holdLimit bounds how long the optimizer may take between a trial's end
-// and the next trial's queuing for the trial's outcome to wait for that
-// commit instead of being committed on its own.
-const holdLimit = 10 * time.Millisecond
 
 // Stats summarizes what a Start call did.
 type Stats struct {
@@ -90,11 +59,18 @@ type Stats struct {
 	Planned   int
 	Run       int // trials run by this process
 	Succeeded int
-	Failed    int // FAILED or TIMED_OUT
+	Failed    int // FAILED or TIMED_OUT for good (after retries)
+	Retried   int // failed attempts that were retried
+	Canceled  int // stopped on request (bench stop)
+	Reused    int // results reused from an identical trial
 	Resumed   int // trials that were already finished before this process
 	// Remaining counts trials left pending (interrupted runs).
 	Remaining int
 }
+
+// ErrStopped is wrapped when the experiment stopped before its budget was
+// spent: a failure budget, fail-fast, or bench stop.
+var ErrStopped = errors.New("experiment stopped")
 
 // Options are the optional parts of a scheduler.
 type Options struct {
@@ -102,15 +78,55 @@ type Options struct {
 	Logger   *slog.Logger
 	// TeardownTimeout bounds the final teardown (default 10 minutes).
 	TeardownTimeout time.Duration
+	// Globals are the experiment's globals, given to every trial.
+	Globals map[string]any
+	// Devices bounds concurrency by device slots and gives each trial one
+	// (nil: no device limits).
+	Devices *devices.Pool
+	// Owner names this process in storage (default host:pid:random).
+	Owner string
+	// Worker only claims and runs trials queued by another process: it
+	// never suggests, and returns once the experiment is over.
+	Worker bool
+	// ExperimentStatus reads the experiment's stored status (a worker
+	// stops when its driver has finished the experiment).
+	ExperimentStatus func(ctx context.Context) (trial.Status, error)
+	// Tunables are the experiment's tunables (what stored configurations
+	// are assigned to for the optimizer).
+	Tunables *tunables.Groups
+	// ReuseFrom is the experiment whose results may be reused
+	// (Config.ReuseFrom, opened by the caller).
+	ReuseFrom storage.Experiment
+	// Tick is how often the dispatcher renews its lease, looks for stop
+	// requests and hung trials and polls other processes' trials
+	// (default 200ms).
+	Tick time.Duration
 }
 
-// New returns a scheduler.
-func New(cfg Config, runners []*TrialRunner, opt optimizers.Optimizer, exp storage.Experiment, globals map[string]any, o Options) (*Scheduler, error) {
+// Scheduler runs an experiment's trials on its runners.
+type Scheduler struct {
+	cfg     Config
+	runners []Runner
+	opt     optimizers.Optimizer
+	targets trial.Objectives
+	exp     storage.Experiment // this process's owner view
+	plain   storage.Experiment // the experiment as opened (unowned trials)
+	o       Options
+	log     *slog.Logger
+	stats   Stats
+}
+
+// New returns a scheduler. exp is the experiment as opened from storage;
+// the scheduler acts on it as its owner.
+func New(cfg Config, runners []Runner, opt optimizers.Optimizer, exp storage.Experiment, o Options) (*Scheduler, error) {
 	if len(runners) == 0 {
 		return nil, errors.New("scheduler: no trial runners")
 	}
 	if cfg.TrialConfigRepeatCount < 1 {
 		cfg.TrialConfigRepeatCount = 1
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -118,8 +134,47 @@ func New(cfg Config, runners []*TrialRunner, opt optimizers.Optimizer, exp stora
 	if o.TeardownTimeout <= 0 {
 		o.TeardownTimeout = 10 * time.Minute
 	}
-	return &Scheduler{cfg: cfg, runners: runners, opt: opt, exp: exp, globals: globals,
-		observer: o.Observer, log: o.Logger, teardownT: o.TeardownTimeout}, nil
+	if o.Tick <= 0 {
+		o.Tick = 200 * time.Millisecond
+	}
+	if o.Owner == "" {
+		o.Owner = NewOwner()
+	}
+	s := &Scheduler{cfg: cfg, runners: runners, opt: opt, targets: trial.Objectives(opt.Targets()),
+		exp: exp.WithOwner(o.Owner, cfg.Lease), plain: exp, o: o, log: o.Logger}
+	if o.Tunables == nil {
+		return nil, errors.New("scheduler: no tunables")
+	}
+	s.stats.Planned = s.planned()
+	return s, nil
+}
+
+// NewOwner returns a name for this process as the owner of trials:
+// host:pid:random.
+func NewOwner() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// ownerDead reports whether owner names a process of this host that no
+// longer exists: its trials can be taken over without waiting for the
+// lease.
+func ownerDead(owner string) bool {
+	parts := strings.Split(owner, ":")
+	if len(parts) < 3 {
+		return false
+	}
+	host, _ := os.Hostname()
+	if strings.Join(parts[:len(parts)-2], ":") != host {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // Stats returns what the scheduler did so far.
@@ -128,86 +183,13 @@ func (s *Scheduler) Stats() Stats { return s.stats }
 // Optimizer returns the scheduler's optimizer.
 func (s *Scheduler) Optimizer() optimizers.Optimizer { return s.opt }
 
-// Start runs the optimization loop until the optimizer has converged or
-// max_trials is reached, then tears the environments down (when teardown
-// is on). On resume, unfinished trials run first and finished ones are
-// fed back to the optimizer; the budget (max_suggestions, max_trials)
-// counts the experiment's trials from earlier runs too.
-//
-// When ctx is cancelled, the running trial is stopped (its processes
-// killed) and left unfinished in storage, to run again on resume; teardown
-// still runs, and Start returns ctx.Err().
-func (s *Scheduler) Start(ctx context.Context) error {
-	if err := s.resumeBudget(ctx); err != nil {
-		return err
-	}
-	if s.cfg.ConfigID > 0 {
-		if err := s.requeueConfig(ctx, s.cfg.ConfigID); err != nil {
-			return err
-		}
-	}
-	warmUp := s.opt.SupportsPreload()
-	runErr := func() error {
-		for {
-			if err := s.runSchedule(ctx, warmUp); err != nil {
-				return err
-			}
-			turn := time.Now()
-			if err := s.registerResults(ctx); err != nil {
-				return err
-			}
-			warmUp = false
-			if !s.notDone() {
-				return nil
-			}
-			tun, err := s.opt.Suggest(ctx)
-			if err != nil {
-				return fmt.Errorf("optimizer %s: %w", s.opt.Name(), err)
-			}
-			s.slowOptimizer = time.Since(turn) > holdLimit
-			if err := s.queue(ctx, tun); err != nil {
-				return err
-			}
-		}
-	}()
-	// The last outcome is stored even when the loop stopped on an error or
-	// an interruption.
-	if err := s.flush(context.WithoutCancel(ctx)); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	if pending, err := s.exp.PendingTrials(context.WithoutCancel(ctx)); err == nil {
-		s.stats.Remaining = len(pending)
-	}
-	tdErr := s.teardown(ctx)
-	return errors.Join(runErr, tdErr)
-}
-
-// resumeBudget counts the suggestions and trials of earlier runs so that a
-// resumed experiment completes its budget instead of starting a new one.
-func (s *Scheduler) resumeBudget(ctx context.Context) error {
-	trials, err := s.exp.Trials(ctx, storage.TrialFilter{})
-	if err != nil {
-		return err
-	}
-	suggestions := 0
-	for _, t := range trials {
-		if t.Finished() {
-			s.stats.Resumed++
-		}
-		if r := t.Metadata["repeat_i"]; r == "" || r == "1" {
-			suggestions++
-		}
-	}
-	s.trialCount = len(trials)
-	if sk, ok := s.opt.(interface{ Skip(n int) }); ok && suggestions > 0 {
-		sk.Skip(suggestions)
-	}
-	s.lastTrialID = 0
-	s.stats.Planned = s.planned()
-	return nil
-}
+// Owner returns the name this process owns trials under.
+func (s *Scheduler) Owner() string { return s.o.Owner }
 
 func (s *Scheduler) planned() int {
+	if s.o.Worker {
+		return 0
+	}
 	n := s.opt.MaxSuggestions() * s.cfg.TrialConfigRepeatCount
 	if s.cfg.MaxTrials > 0 && (n <= 0 || s.cfg.MaxTrials < n) {
 		n = s.cfg.MaxTrials
@@ -215,41 +197,225 @@ func (s *Scheduler) planned() int {
 	return n
 }
 
-func (s *Scheduler) notDone() bool {
-	return s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || s.trialCount < s.cfg.MaxTrials)
+// concurrency is how many trials run at once: one for mlos_bench's
+// SyncScheduler, else every runner, bounded by the device slots.
+func (s *Scheduler) concurrency() int {
+	n := len(s.runners)
+	if !s.cfg.Parallel {
+		n = 1
+	}
+	if s.o.Devices != nil && s.o.Devices.Size() > 0 {
+		n = min(n, s.o.Devices.Size())
+	}
+	return n
 }
 
-// registerResults feeds the trials finished since the last call to the
-// optimizer. The first call reads them from storage (the warm start of a
-// resume, and the trials of the warm-up); later calls use the outcomes this
-// process just stored.
-func (s *Scheduler) registerResults(ctx context.Context) error {
-	if s.warm {
-		priors := s.fresh
-		s.fresh = nil
-		if len(priors) == 0 {
-			return nil
-		}
-		return s.opt.BulkRegister(priors)
-	}
-	s.warm = true
-	s.fresh = nil
-	if err := s.flush(ctx); err != nil {
-		return err
-	}
-	done, err := s.exp.CompletedTrials(ctx, s.lastTrialID)
+// Start runs the experiment until the optimizer has converged or the
+// budget (max_suggestions, max_trials) is spent, then tears the
+// environments down (when teardown is on). The budget counts the
+// experiment's trials from earlier runs and other processes too; on resume,
+// unfinished trials run first and finished ones warm-start the optimizer.
+//
+// When ctx is cancelled, the running trials are stopped (their processes
+// killed) and left unfinished in storage, handed back to run again on
+// resume; teardown still runs, and Start returns ctx.Err().
+func (s *Scheduler) Start(ctx context.Context) error {
+	d, err := s.newDispatch(ctx)
 	if err != nil {
 		return err
 	}
-	if len(done) == 0 {
+	runErr := d.loop(ctx)
+	final := context.WithoutCancel(ctx)
+	if err := s.exp.Release(final); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("handing back unstarted trials: %w", err))
+	}
+	if pending, err := s.exp.PendingTrials(final); err == nil {
+		s.stats.Remaining = len(pending)
+	}
+	if !s.o.Worker {
+		st := trial.SUCCEEDED
+		switch {
+		case ctx.Err() != nil, errors.Is(runErr, errStopExperiment):
+			st = trial.CANCELED
+		case runErr != nil:
+			st = trial.FAILED
+		}
+		if err := s.exp.SetStatus(final, st, time.Time{}); err != nil {
+			s.log.Warn("storing the experiment's status", "err", err)
+		}
+	}
+	tdErr := s.teardown(ctx)
+	return errors.Join(runErr, tdErr)
+}
+
+// teardown tears every runner's environment down when configured to, even
+// after a cancellation (with its own time limit).
+func (s *Scheduler) teardown(ctx context.Context) error {
+	if !s.cfg.Teardown {
 		return nil
 	}
-	priors := make([]optimizers.Prior, 0, len(done))
-	for _, t := range done {
-		priors = append(priors, optimizers.Prior{Values: stringValues(t.Params), Status: t.Status, Results: map[string]any(t.Results)})
-		s.lastTrialID = max(s.lastTrialID, t.ID)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.TeardownTimeout)
+	defer cancel()
+	var errs []error
+	for _, r := range s.runners {
+		if err := r.Teardown(tctx); err != nil {
+			errs = append(errs, fmt.Errorf("teardown of trial runner %d: %w", r.ID(), err))
+		}
 	}
-	return s.opt.BulkRegister(priors)
+	return errors.Join(errs...)
+}
+
+// item is a trial this process owns and has not started yet. A trial
+// this process will start itself is stored only when it starts (spec set,
+// t unset), so that it costs one write.
+type item struct {
+	spec    *storage.TrialSpec
+	t       storage.Trial
+	sugID   int // the optimizer's suggestion id (0: not suggested here)
+	root    int // the first attempt's trial id
+	attempt int // 0 for the first attempt
+	avoid   int // runner id a retry should avoid (0: none)
+}
+
+// job is a running trial.
+type job struct {
+	item
+	runner Runner
+	slot   *devices.Slot
+	cancel context.CancelCauseFunc
+	act    *services.Activity
+}
+
+// done is what a trial's goroutine reports.
+type done struct {
+	j           *job
+	out         trial.Outcome
+	interrupted bool  // ctx was cancelled: nothing stored
+	storeErr    error // storing the outcome failed
+}
+
+// dispatch is the state of one Start call, owned by the dispatcher's
+// goroutine.
+type dispatch struct {
+	s       *Scheduler
+	queue   []item
+	running map[int]*job
+	idle    []Runner
+	next    int // round-robin position (SyncScheduler)
+	results chan done
+	// observed holds the trials whose outcome the optimizer has seen.
+	observed map[int]bool
+	// waiting maps an unfinished trial to the trials of the same
+	// configuration and repeat that wait for its result (dedup).
+	waiting map[int][]item
+	// trialCount counts the experiment's trials, retries left out: the
+	// max_trials budget.
+	trialCount int
+	failed     int // trials of the experiment that failed for good
+	succeeded  int // trials of the experiment that succeeded
+	// firstFailures holds the failure signatures of the first trials of
+	// an experiment without successes (fail-fast).
+	firstFailures []string
+	firstReason   string
+	best          *Best
+	// others reports trials owned by other processes: the dispatcher then
+	// polls storage for their outcomes.
+	others     bool
+	lastBeat   time.Time
+	lastStop   time.Time
+	lastClaim  time.Time
+	stopErr    error
+	noMore     bool // the optimizer has nothing more to suggest
+	retryCount map[int]int
+	sugOf      map[string]int // config hash -> suggestion id (pending)
+}
+
+func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
+	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
+		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, sugOf: map[string]int{}}
+	d.idle = append(d.idle, s.runners...)
+	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		return nil, err
+	}
+	suggestions := 0
+	var priors []optimizers.Prior
+	for _, t := range all {
+		if t.RetryOf == 0 {
+			d.trialCount++
+			if r := t.Metadata["repeat_i"]; r == "" || r == "1" {
+				suggestions++
+			}
+		} else {
+			d.retryCount[t.RetryOf]++
+		}
+		if !t.Finished() {
+			continue
+		}
+		s.stats.Resumed++
+		d.observed[t.ID] = true
+		switch t.Status {
+		case trial.SUCCEEDED:
+			d.succeeded++
+		case trial.FAILED, trial.TIMED_OUT:
+			if !d.retriedLater(all, t) {
+				d.failed++
+			}
+		}
+		if t.Status != trial.CANCELED {
+			priors = append(priors, optimizers.Prior{Values: stringValues(t.Params), Status: t.Status, Results: map[string]any(t.Results)})
+		}
+	}
+	if best, scores, ok := storage.Best(all, s.targets); ok {
+		d.best = &Best{TrialID: best.ID, Values: s.targets.Values(scores)}
+	}
+	if !s.o.Worker {
+		if suggestions > 0 {
+			s.opt.Skip(suggestions)
+		}
+		// Optimizers that replay fixed configurations (SupportsPreload
+		// false) only take the best from earlier trials.
+		if len(priors) > 0 {
+			if err := s.opt.BulkRegister(priors); err != nil {
+				return nil, fmt.Errorf("optimizer %s: warm start from the experiment's %d earlier trials: %w", s.opt.Name(), len(priors), err)
+			}
+		}
+		if err := s.exp.SetStatus(ctx, trial.RUNNING, time.Time{}); err != nil {
+			return nil, err
+		}
+		// A bench stop of an earlier run does not stop this one.
+		if err := s.exp.ClearStopRequest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// Trials of processes of this host that died can be taken over now.
+	for _, t := range all {
+		if !t.Finished() && t.Owner != "" && t.Owner != s.o.Owner && ownerDead(t.Owner) {
+			if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.cfg.ConfigID > 0 && !s.o.Worker {
+		if err := d.requeueConfig(ctx, all, s.cfg.ConfigID); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// retriedLater reports whether a failed trial has a retry.
+func (d *dispatch) retriedLater(all []storage.Trial, t storage.Trial) bool {
+	root := t.ID
+	if t.RetryOf != 0 {
+		root = t.RetryOf
+	}
+	for _, u := range all {
+		if u.RetryOf == root && u.ID > t.ID {
+			return true
+		}
+	}
+	return false
 }
 
 func stringValues(m map[string]string) map[string]any {
@@ -260,164 +426,432 @@ func stringValues(m map[string]string) map[string]any {
 	return out
 }
 
-// queue adds a configuration to storage trial_config_repeat_count times,
-// each assigned to a trial runner round-robin.
-func (s *Scheduler) queue(ctx context.Context, tun *tunables.Groups) error {
-	meta := map[string]string{"optimizer": s.opt.Name(), "is_defaults": "False"}
+// loop runs until there is nothing left to run (or ctx ends).
+func (d *dispatch) loop(ctx context.Context) error {
+	s := d.s
+	tick := time.NewTicker(s.o.Tick)
+	defer tick.Stop()
+	d.lastBeat = time.Now()
+	for {
+		if ctx.Err() == nil && d.stopErr == nil {
+			if err := d.fill(ctx); err != nil {
+				d.stopErr = err
+			}
+		}
+		if len(d.running) == 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if d.stopErr != nil {
+				return d.stopErr
+			}
+			more, err := d.more(ctx)
+			if err != nil {
+				return err
+			}
+			if !more {
+				return nil
+			}
+		}
+		select {
+		case r := <-d.results:
+			if err := d.finished(ctx, r); err != nil && d.stopErr == nil {
+				d.stopErr = err
+			}
+		case <-tick.C:
+			if err := d.tick(ctx); err != nil && d.stopErr == nil {
+				d.stopErr = err
+			}
+		case <-ctx.Done():
+			// The trials' contexts derive from ctx: they are being stopped;
+			// wait for their goroutines.
+			for len(d.running) > 0 {
+				_ = d.finished(ctx, <-d.results)
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// more reports, with nothing running here, whether the experiment may
+// still have work: trials of other processes to wait for, or (for a
+// worker) a driver that is still going.
+func (d *dispatch) more(ctx context.Context) (bool, error) {
+	s := d.s
+	if len(d.queue) > 0 || len(d.waiting) > 0 {
+		return true, nil
+	}
+	pending, err := s.exp.PendingTrials(ctx)
+	if err != nil {
+		return false, err
+	}
+	if s.o.Worker {
+		if len(pending) > 0 {
+			return true, nil
+		}
+		if s.o.ExperimentStatus == nil {
+			return false, nil
+		}
+		st, err := s.o.ExperimentStatus(ctx)
+		if err != nil {
+			return false, err
+		}
+		return st == trial.RUNNING || st == trial.PENDING, nil
+	}
+	for _, t := range pending {
+		if t.Owner != s.o.Owner {
+			d.others = true
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// fill starts trials on idle runners: queued ones first (retries, claimed,
+// repeats), then trials claimed from storage, then new suggestions.
+func (d *dispatch) fill(ctx context.Context) error {
+	s := d.s
+	for len(d.running) < s.concurrency() && len(d.idle) > 0 {
+		if len(d.queue) == 0 {
+			progressed, err := d.refill(ctx)
+			if err != nil || !progressed {
+				return err
+			}
+			continue // suggestions may all have reused results
+		}
+		i := d.nextItem()
+		if i < 0 {
+			// Only the runner a retry should avoid is idle: run something
+			// else on it, or wait for another runner.
+			progressed, err := d.refill(ctx)
+			if err != nil || !progressed {
+				return err
+			}
+			continue
+		}
+		it := d.queue[i]
+		d.queue = append(d.queue[:i], d.queue[i+1:]...)
+		if err := d.start(ctx, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextItem picks the queued item to start: the first one, unless it is a
+// retry whose failed runner is the only idle one while others are busy;
+// then the first item that can run there (-1: none).
+func (d *dispatch) nextItem() int {
+	if !d.s.cfg.Parallel || len(d.running) == 0 {
+		return 0
+	}
+	for i, it := range d.queue {
+		if it.avoid == 0 {
+			return i
+		}
+		for _, r := range d.idle {
+			if r.ID() != it.avoid {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// refill adds trials to the queue: claimed from storage, else suggested.
+// It reports whether it got anything (suggestions whose results were
+// reused count).
+func (d *dispatch) refill(ctx context.Context) (bool, error) {
+	s := d.s
+	want := min(len(d.idle), s.concurrency()-len(d.running))
+	if want <= 0 {
+		return false, nil
+	}
+	// Claiming is a write: at most once a tick, unless this process only
+	// claims (a worker).
+	var claimed []storage.Trial
+	if now := time.Now(); s.o.Worker || now.Sub(d.lastClaim) >= s.o.Tick {
+		d.lastClaim = now
+		var err error
+		if claimed, err = s.exp.Claim(ctx, want); err != nil {
+			return false, err
+		}
+	}
+	for _, t := range claimed {
+		d.queue = append(d.queue, d.itemFor(t))
+	}
+	if len(claimed) > 0 || s.o.Worker {
+		return len(claimed) > 0, nil
+	}
+	return d.suggest(ctx, want)
+}
+
+// itemFor makes a queue item of a claimed trial.
+func (d *dispatch) itemFor(t storage.Trial) item {
+	it := item{t: t, root: t.ID}
+	if t.RetryOf != 0 {
+		it.root = t.RetryOf
+		it.attempt = d.retryCount[t.RetryOf]
+	}
+	return it
+}
+
+// notDone reports whether the budget allows more suggestions.
+func (d *dispatch) notDone() bool {
+	s := d.s
+	return !d.noMore && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials)
+}
+
+// suggest asks the optimizer for configurations for want idle runners and
+// queues them (trial_config_repeat_count trials each).
+func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
+	s := d.s
+	if !d.notDone() {
+		return false, nil
+	}
+	if d.others {
+		// Other processes may have added trials: count from storage.
+		if n, err := d.countTrials(ctx); err == nil {
+			d.trialCount = n
+		}
+		if !d.notDone() {
+			return false, nil
+		}
+	}
+	k := (want + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
+	k += s.cfg.QueueAhead
+	if s.cfg.MaxTrials > 0 {
+		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
+	}
+	if k < 1 {
+		return false, nil
+	}
+	sugs, err := s.opt.Suggest(ctx, k)
+	if err != nil {
+		return false, fmt.Errorf("optimizer %s: %w", s.opt.Name(), err)
+	}
+	if len(sugs) == 0 {
+		d.noMore = true
+		return false, nil
+	}
+	// What this process's runners cannot take now is queued ahead for
+	// others.
+	ahead := max(0, len(sugs)*s.cfg.TrialConfigRepeatCount-want)
+	for _, sg := range sugs {
+		n := min(ahead, s.cfg.TrialConfigRepeatCount)
+		if err := d.queueSuggestion(ctx, sg, n); err != nil {
+			return false, err
+		}
+		ahead -= n
+	}
+	return true, nil
+}
+
+func (d *dispatch) countTrials(ctx context.Context) (int, error) {
+	all, err := d.s.exp.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range all {
+		if t.RetryOf == 0 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// metadata returns the trial parameters every trial of a suggestion has.
+func (d *dispatch) metadata(tun *tunables.Groups) map[string]string {
+	meta := map[string]string{"optimizer": d.s.opt.Name(), "is_defaults": "False"}
 	if tun.IsDefaults() {
 		meta["is_defaults"] = "True" // stored as Python writes a bool, like mlos_bench
 	}
-	for i, t := range s.opt.Targets() {
+	for i, t := range d.s.opt.Targets() {
 		meta["opt_target_"+strconv.Itoa(i)] = t.Name
 		meta["opt_direction_"+strconv.Itoa(i)] = t.Direction()
 	}
+	return meta
+}
+
+// queueSuggestion stores a suggestion's trials (one per repeat), reusing
+// identical results when allowed, and queues the ones to run.
+func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion, ahead int) error {
+	s := d.s
+	tun := sg.Tunables
+	meta := d.metadata(tun)
+	hash := tun.Hash()
 	for r := 1; r <= s.cfg.TrialConfigRepeatCount; r++ {
+		if s.cfg.MaxTrials > 0 && d.trialCount >= s.cfg.MaxTrials {
+			return nil
+		}
 		m := maps.Clone(meta)
-		m["repeat_i"] = strconv.Itoa(r)
-		runner := s.runners[s.nextRunner]
-		s.nextRunner = (s.nextRunner + 1) % len(s.runners)
-		t, err := s.newTrial(ctx, storage.TrialSpec{
-			ConfigHash:    tun.Hash(),
-			Params:        tun.StringValues(),
-			Metadata:      m,
-			TrialRunnerID: runner.ID,
-			// Trials run one after another as soon as they are queued: the
-			// first is recorded as started in the same transaction.
-			Running: r == 1,
-		})
-		if err != nil {
-			return err
+		repeat := strconv.Itoa(r)
+		m["repeat_i"] = repeat
+		spec := storage.TrialSpec{ConfigHash: hash, Params: tun.StringValues(), Metadata: m}
+		if s.cfg.Reuse {
+			done, err := d.reuse(ctx, sg.ID, spec, repeat)
+			if err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
 		}
-		s.queued = append(s.queued, t)
-		s.trialCount++
+		if s.cfg.Reuse {
+			if other, ok, err := s.exp.InFlight(ctx, hash, repeat); err != nil {
+				return err
+			} else if ok {
+				// The same configuration and repeat is running: wait for it
+				// (stored once it is settled).
+				d.trialCount++
+				sp := spec
+				d.waiting[other.ID] = append(d.waiting[other.ID], item{spec: &sp, sugID: sg.ID})
+				if _, mine := d.running[other.ID]; !mine {
+					d.others = true
+				}
+				continue
+			}
+		}
+		d.trialCount++
+		if ahead > 0 {
+			// Queued ahead for other processes to claim: stored now, unowned.
+			ahead--
+			if _, err := s.plain.NewTrial(ctx, spec); err != nil {
+				return err
+			}
+			continue
+		}
+		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
 	}
 	return nil
 }
 
-// newTrial queues a trial, storing the held outcome of the previous trial
-// in the same transaction.
-func (s *Scheduler) newTrial(ctx context.Context, spec storage.TrialSpec) (storage.Trial, error) {
-	h := s.held
-	if h == nil {
-		return s.exp.NewTrial(ctx, spec)
-	}
-	t, err := s.exp.FinishAndQueue(context.WithoutCancel(ctx), h.trial.ID, h.outcome, spec)
+// reuse stores a trial that reuses the result of an identical trial that
+// already SUCCEEDED (in this experiment, or in reuse_from), and tells the
+// optimizer. It reports whether it did.
+func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec, repeat string) (bool, error) {
+	s := d.s
+	src, ok, err := s.exp.FindSucceeded(ctx, spec.ConfigHash, repeat)
 	if err != nil {
-		// Store the outcome on its own, then report (or get past) what
-		// failed in queuing the next trial.
-		if err := s.flush(ctx); err != nil {
-			return storage.Trial{}, err
+		return false, err
+	}
+	if !ok && s.o.ReuseFrom != nil {
+		if src, ok, err = s.o.ReuseFrom.FindSucceeded(ctx, spec.ConfigHash, repeat); err != nil {
+			return false, err
 		}
-		return s.exp.NewTrial(ctx, spec)
 	}
-	s.held = nil
-	s.stored(h)
-	return t, nil
-}
-
-// flush stores the held outcome, if any.
-func (s *Scheduler) flush(ctx context.Context) error {
-	h := s.held
-	if h == nil {
-		return nil
+	if !ok {
+		return false, nil
 	}
-	if err := s.exp.Finish(context.WithoutCancel(ctx), h.trial.ID, h.outcome); err != nil {
-		return fmt.Errorf("storing the outcome of trial %d: %w", h.trial.ID, err)
+	spec.ReusedFrom = &storage.TrialRef{ExperimentID: src.ExperimentID, TrialID: src.ID}
+	t, err := s.exp.NewTrial(ctx, spec)
+	if err != nil {
+		return false, err
 	}
-	s.held = nil
-	s.stored(h)
-	return nil
-}
-
-// stored tells the observer about a trial whose outcome is now stored.
-func (s *Scheduler) stored(h *heldOutcome) {
-	if s.observer != nil {
-		t := h.trial
-		t.Status = h.outcome.Status
-		s.observer.TrialFinished(t, h.outcome, h.scores)
+	d.trialCount++
+	out := trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any(src.Results)}
+	if err := s.exp.Finish(ctx, t.ID, out); err != nil {
+		return false, err
 	}
+	s.stats.Reused++
+	s.log.Info("trial reuses the result of an identical trial", "trial", t.ID, "from_experiment", src.ExperimentID, "from_trial", src.ID)
+	d.record(item{t: t, sugID: sugID, root: t.ID}, out, false)
+	return true, nil
 }
 
 // requeueConfig queues a configuration stored earlier (config_id).
-func (s *Scheduler) requeueConfig(ctx context.Context, configID int) error {
-	trials, err := s.exp.Trials(ctx, storage.TrialFilter{})
-	if err != nil {
-		return err
-	}
-	for _, t := range trials {
+func (d *dispatch) requeueConfig(ctx context.Context, all []storage.Trial, configID int) error {
+	s := d.s
+	for _, t := range all {
 		if t.ConfigID == int64(configID) {
-			tun := s.runners[0].Env.Tunables().Copy()
-			if err := tun.Assign(stringValues(t.Params)); err != nil {
+			g := s.runnerTunables()
+			if err := g.Assign(stringValues(t.Params)); err != nil {
 				return fmt.Errorf("config_id %d: %w", configID, err)
 			}
-			return s.queue(ctx, tun)
+			return d.queueSuggestion(ctx, optimizers.Suggestion{Tunables: g}, 0)
 		}
 	}
 	return fmt.Errorf("config_id %d: no trial of experiment %q used that configuration", configID, s.cfg.ExperimentID)
 }
 
-// runSchedule runs the queued trials (on warm-up also the ones left
-// READY or RUNNING by an interrupted run).
-func (s *Scheduler) runSchedule(ctx context.Context, running bool) error {
-	var pending []storage.Trial
-	if s.warm {
-		pending, s.queued = s.queued, nil
-		running = true // queued by this process: all of them run
-	} else {
-		var err error
-		if pending, err = s.exp.PendingTrials(ctx); err != nil {
-			return err
-		}
-		s.queued = nil
-	}
-	for _, t := range pending {
-		if !running && t.Status != trial.PENDING {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		runner := s.runnerFor(t)
-		if err := s.flush(ctx); err != nil {
-			return err
-		}
-		if t.TrialRunnerID != runner.ID {
-			if err := s.exp.SetTrialRunner(ctx, t.ID, runner.ID); err != nil {
-				return err
+// pickRunner takes an idle runner for it: round-robin for the
+// SyncScheduler, another runner than the failed one for a retry.
+func (d *dispatch) pickRunner(it item) Runner {
+	i := 0
+	if !d.s.cfg.Parallel {
+		// Round robin over the runners, as mlos_bench's SyncScheduler.
+		want := d.s.runners[d.next%len(d.s.runners)]
+		d.next++
+		for j, r := range d.idle {
+			if r == want {
+				i = j
 			}
-			t.TrialRunnerID = runner.ID
 		}
-		if err := s.runTrial(ctx, runner, t); err != nil {
-			return err
+	} else if it.avoid != 0 {
+		for j, r := range d.idle {
+			if r.ID() != it.avoid {
+				i = j
+				break
+			}
+		}
+	} else if it.t.TrialRunnerID > 0 {
+		for j, r := range d.idle {
+			if r.ID() == it.t.TrialRunnerID {
+				i = j
+				break
+			}
 		}
 	}
-	return nil
-}
-
-func (s *Scheduler) runnerFor(t storage.Trial) *TrialRunner {
-	for _, r := range s.runners {
-		if r.ID == t.TrialRunnerID {
-			return r
-		}
-	}
-	r := s.runners[s.nextRunner]
-	s.nextRunner = (s.nextRunner + 1) % len(s.runners)
+	r := d.idle[i]
+	d.idle = append(d.idle[:i], d.idle[i+1:]...)
 	return r
 }
 
-// runTrial runs one trial; runSchedule has stored any held outcome.
-func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage.Trial) error {
-	if s.observer != nil {
-		s.observer.TrialStarted(t)
+// start runs a queued trial on an idle runner in a goroutine of its own.
+func (d *dispatch) start(ctx context.Context, it item) error {
+	s := d.s
+	runner := d.pickRunner(it)
+	if it.spec != nil {
+		// Stored now, started by the same write.
+		spec := *it.spec
+		spec.Running = true
+		spec.TrialRunnerID = runner.ID()
+		t, err := s.exp.NewTrial(ctx, spec)
+		if err != nil {
+			d.idle = append(d.idle, runner)
+			return err
+		}
+		it.t, it.spec = t, nil
+		if it.root == 0 {
+			it.root = t.ID
+		}
+	} else if err := d.startStored(ctx, it.t.ID, runner.ID()); err != nil {
+		d.idle = append(d.idle, runner)
+		if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) {
+			s.log.Warn("trial taken over by another process; skipping it", "trial", it.t.ID, "err", err)
+			return nil
+		}
+		return err
 	}
-	tun := runner.Env.Tunables().Copy()
-	if err := tun.Assign(stringValues(t.Params)); err != nil {
-		// The stored configuration no longer fits (tunables changed):
-		// record it as failed rather than stopping the experiment.
-		outcome := storage.TrialOutcome{Status: trial.FAILED, FailureReason: "configuration does not fit the current tunables: " + err.Error()}
-		return s.finish(ctx, t, outcome, nil)
+	t := it.t
+	t.TrialRunnerID = runner.ID()
+	t.Status = trial.RUNNING
+	it.t = t
+	j := &job{item: it, runner: runner}
+	if s.o.Devices != nil && s.o.Devices.Size() > 0 {
+		slot, err := s.o.Devices.Acquire(ctx)
+		if err != nil {
+			d.idle = append(d.idle, runner)
+			d.queue = append([]item{it}, d.queue...)
+			return nil // ctx ended
+		}
+		j.slot = slot
 	}
-	globals := maps.Clone(s.globals)
+	globals := maps.Clone(s.o.Globals)
+	if globals == nil {
+		globals = map[string]any{}
+	}
 	for k, v := range t.Metadata {
 		if _, ok := globals[k]; !ok {
 			globals[k] = v
@@ -425,87 +859,342 @@ func (s *Scheduler) runTrial(ctx context.Context, runner *TrialRunner, t storage
 	}
 	globals["experiment_id"] = s.cfg.ExperimentID
 	globals["trial_id"] = int64(t.ID)
-	globals["trial_runner_id"] = int64(runner.ID)
-
-	s.stats.Run++
-	if !(s.warm && t.Status == trial.RUNNING) { // else NewTrial recorded the start just now
-		if err := s.exp.UpdateStatus(ctx, t.ID, trial.RUNNING, time.Time{}); err != nil {
-			return err
-		}
+	globals["trial_runner_id"] = int64(runner.ID())
+	spec := Spec{ExperimentID: s.cfg.ExperimentID, TrialID: t.ID, Params: t.Params, Globals: globals}
+	if j.slot != nil {
+		maps.Copy(globals, j.slot.Globals())
+		spec.ProcessEnv = j.slot.Env()
+		spec.Cores = j.slot.Cores
 	}
-	outcome := runner.Run(ctx, tun, globals)
+	if s.cfg.IdleTimeout > 0 {
+		j.act = services.NewActivity()
+		spec.Activity = j.act
+	}
+	jctx, cancel := context.WithCancelCause(ctx)
+	j.cancel = cancel
+	d.running[t.ID] = j
+	s.stats.Run++
+	if s.o.Observer != nil {
+		s.o.Observer.TrialStarted(t)
+	}
+	go d.run(ctx, jctx, j, spec)
+	return nil
+}
+
+// startStored records a stored trial as started on a runner.
+func (d *dispatch) startStored(ctx context.Context, id, runnerID int) error {
+	if err := d.s.exp.SetTrialRunner(ctx, id, runnerID); err != nil {
+		return err
+	}
+	return d.s.exp.UpdateStatus(ctx, id, trial.RUNNING, time.Time{})
+}
+
+// run is a trial's goroutine: run it, score it, store the outcome.
+func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
+	s := d.s
+	defer j.cancel(nil)
+	out := j.runner.Run(jctx, spec)
 	if ctx.Err() != nil {
 		// Interrupted: leave the trial unfinished so that a resume runs it
 		// again; nothing of this partial run is stored.
-		s.log.Warn("trial interrupted; it will run again when the experiment is resumed", "trial", t.ID)
+		d.results <- done{j: j, interrupted: true}
+		return
+	}
+	if out.Status == trial.SUCCEEDED {
+		if _, err := s.targets.Scores(out.Status, out.Results); err != nil {
+			out.Status = trial.FAILED
+			out.FailureReason = err.Error()
+			out.Results = nil
+		}
+	}
+	err := s.exp.Finish(context.WithoutCancel(ctx), j.t.ID, out)
+	d.results <- done{j: j, out: out, storeErr: err}
+}
+
+// finished handles a trial's end in the dispatcher.
+func (d *dispatch) finished(ctx context.Context, r done) error {
+	s := d.s
+	j := r.j
+	delete(d.running, j.t.ID)
+	d.idle = append(d.idle, j.runner)
+	if j.slot != nil {
+		s.o.Devices.Release(j.slot)
+	}
+	if r.interrupted {
 		s.stats.Run--
-		return ctx.Err()
+		s.log.Warn("trial interrupted; it will run again when the experiment is resumed", "trial", j.t.ID)
+		return nil
 	}
-	var scores []float64
-	if outcome.Status == trial.SUCCEEDED {
-		sc, err := scoreOf(s.opt, outcome.Results)
-		if err != nil {
-			outcome.Status = trial.FAILED
-			outcome.FailureReason = err.Error()
-		} else {
-			scores = sc
+	if r.storeErr != nil {
+		if errors.Is(r.storeErr, storage.ErrNotOwner) {
+			s.log.Warn("trial was taken over by another process while it ran; its outcome is not stored here", "trial", j.t.ID, "err", r.storeErr)
+			return nil
 		}
+		return fmt.Errorf("storing the outcome of trial %d: %w", j.t.ID, r.storeErr)
 	}
-	return s.finish(ctx, t, outcome, scores)
+	out := r.out
+	if out.Status.IsFailed() && j.attempt < s.cfg.MaxRetries && ctx.Err() == nil {
+		return d.retry(ctx, j, out)
+	}
+	d.record(j.item, out, true)
+	d.resolveWaiting(ctx, j.t.ID, out)
+	return d.checkStop(out)
 }
 
-// scoreOf checks that the results hold the optimization targets.
-func scoreOf(opt optimizers.Optimizer, results map[string]any) ([]float64, error) {
-	out := make([]float64, 0, len(opt.Targets()))
-	for _, tg := range opt.Targets() {
-		v, ok := results[tg.Name]
-		if !ok {
-			return nil, fmt.Errorf("the trial succeeded but its results have no %q metric (the optimization target)", tg.Name)
-		}
-		f, ok := optimizers.Numeric(v)
-		if !ok || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("the optimization target %q is %v, not a number", tg.Name, v)
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-// finish records a trial's outcome: it is held for the next trial's
-// queuing (see held) unless the optimizer is slow, and stored now then.
-func (s *Scheduler) finish(ctx context.Context, t storage.Trial, outcome storage.TrialOutcome, scores []float64) error {
-	if outcome.Status != trial.CANCELED {
-		s.fresh = append(s.fresh, optimizers.Prior{Values: stringValues(t.Params), Status: outcome.Status, Results: outcome.Results})
-	}
-	switch outcome.Status {
+// record counts an outcome stored for it, tells the optimizer and the
+// observer.
+func (d *dispatch) record(it item, out trial.Outcome, ran bool) {
+	s := d.s
+	t := it.t
+	t.Status = out.Status
+	t.TsEnd = out.Ts
+	t.FailureReason = out.FailureReason
+	switch out.Status {
 	case trial.SUCCEEDED:
 		s.stats.Succeeded++
+		d.succeeded++
+		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil {
+			if d.best == nil || trial.Less(scores, s.targets.Values(d.best.Values)) {
+				d.best = &Best{TrialID: t.ID, Values: s.targets.Values(scores)}
+			}
+		}
 	case trial.FAILED, trial.TIMED_OUT:
 		s.stats.Failed++
+		d.failed++
+		if d.succeeded == 0 && len(d.firstFailures) < max(s.cfg.FailFast, 0) {
+			d.firstFailures = append(d.firstFailures, signature(out.FailureReason))
+			if d.firstReason == "" {
+				d.firstReason = out.FailureReason
+			}
+		}
+	case trial.CANCELED:
+		s.stats.Canceled++
 	}
-	s.held = &heldOutcome{trial: t, outcome: outcome, scores: scores}
-	if s.slowOptimizer || !s.warm {
-		return s.flush(ctx)
+	d.observed[t.ID] = true
+	if out.Status != trial.CANCELED && !s.o.Worker {
+		tun := s.runnerTunables()
+		if err := tun.Assign(stringValues(t.Params)); err == nil {
+			if _, err := s.opt.Observe(it.sugID, tun, out.Status, out.Results); err != nil {
+				s.log.Warn("optimizer could not take in a result", "trial", t.ID, "err", err)
+			}
+		}
+	}
+	if s.o.Observer != nil {
+		s.o.Observer.TrialFinished(t, out, d.best)
+	}
+}
+
+// runnerTunables returns a copy of the tunables a stored configuration is
+// assigned to for the optimizer.
+func (s *Scheduler) runnerTunables() *tunables.Groups { return s.o.Tunables.Copy() }
+
+// retry queues another attempt of a failed trial, preferably on another
+// runner; the optimizer only sees the last attempt.
+func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
+	s := d.s
+	spec := storage.TrialSpec{ConfigHash: j.t.ConfigHash, Params: j.t.Params, Metadata: j.t.Metadata, RetryOf: j.root}
+	t, err := s.exp.NewTrial(ctx, spec)
+	if err != nil {
+		return err
+	}
+	s.stats.Retried++
+	d.retryCount[j.root]++
+	s.log.Warn("trial failed; retrying it", "trial", j.t.ID, "status", out.Status, "retry_trial", t.ID,
+		"attempt", j.attempt+2, "of", s.cfg.MaxRetries+1, "reason", out.FailureReason)
+	failed := j.t
+	failed.Status = out.Status
+	if s.o.Observer != nil {
+		s.o.Observer.TrialFinished(failed, out, d.best)
+	}
+	it := item{t: t, sugID: j.sugID, root: j.root, attempt: j.attempt + 1, avoid: j.runner.ID()}
+	d.queue = append([]item{it}, d.queue...)
+	// The retry stands in for the failed trial for trials waiting on it.
+	if w := d.waiting[j.t.ID]; len(w) > 0 {
+		delete(d.waiting, j.t.ID)
+		d.waiting[t.ID] = w
 	}
 	return nil
 }
 
-// teardown tears every runner's environment down when configured to, even
-// after a cancellation (with its own time limit).
-func (s *Scheduler) teardown(ctx context.Context) error {
-	if !s.cfg.Teardown {
-		return nil
+// resolveWaiting settles the trials that waited for trial id's result:
+// they reuse a success, and run themselves after a failure.
+func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome) {
+	s := d.s
+	ws := d.waiting[id]
+	if len(ws) == 0 {
+		return
 	}
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.teardownT)
-	defer cancel()
-	var errs []error
-	for _, r := range s.runners {
-		if err := r.Teardown(tctx); err != nil {
-			errs = append(errs, fmt.Errorf("teardown of trial runner %d: %w", r.ID, err))
+	delete(d.waiting, id)
+	for _, it := range ws {
+		if out.Status == trial.SUCCEEDED {
+			spec := *it.spec
+			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
+			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
+				reused := trial.Outcome{Status: trial.SUCCEEDED, Results: out.Results}
+				if err := s.exp.Finish(ctx, t.ID, reused); err == nil {
+					s.stats.Reused++
+					it.t, it.spec = t, nil
+					d.record(it, reused, false)
+					continue
+				}
+			}
 		}
+		d.queue = append(d.queue, it)
 	}
-	return errors.Join(errs...)
 }
 
-// ErrTimeout is re-exported for callers mapping errors to statuses.
-var ErrTimeout = services.ErrTimeout
+var digits = regexp.MustCompile(`[0-9]+`)
+var tmpPaths = regexp.MustCompile(`/tmp/[^\s"']*`)
+
+// signature normalizes a failure reason so that the same failure of two
+// trials compares equal (numbers and temporary paths left out).
+func signature(reason string) string {
+	r := tmpPaths.ReplaceAllString(reason, "/tmp/…")
+	r = digits.ReplaceAllString(r, "#")
+	return strings.Join(strings.Fields(r), " ")
+}
+
+// checkStop stops the experiment when its failure budget is spent or its
+// first trials all failed the same way.
+func (d *dispatch) checkStop(out trial.Outcome) error {
+	s := d.s
+	if s.cfg.MaxFailedTrials > 0 && d.failed >= s.cfg.MaxFailedTrials {
+		return fmt.Errorf("%w: %d trials failed, the failure budget (max_failed_trials %d) is spent; the last failure: %s",
+			ErrStopped, d.failed, s.cfg.MaxFailedTrials, out.FailureReason)
+	}
+	// Fail-fast saves the rest of the budget: none left, nothing to save.
+	if n := s.cfg.FailFast; n > 0 && d.succeeded == 0 && len(d.firstFailures) >= n && (d.notDone() || len(d.queue) > 0) {
+		same := true
+		for _, f := range d.firstFailures[1:n] {
+			if f != d.firstFailures[0] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return fmt.Errorf("%w early: the first %d trials all failed the same way, so the rest of the budget would likely fail too (fail_fast %d; set it to 0 to go on regardless): %s",
+				ErrStopped, n, n, d.firstReason)
+		}
+		d.firstFailures = d.firstFailures[:0:0]
+		d.s.cfg.FailFast = 0 // not all the same: fail-fast is done
+	}
+	return nil
+}
+
+// tick renews the lease, looks for stop requests and hung trials, and
+// picks up other processes' results.
+func (d *dispatch) tick(ctx context.Context) error {
+	s := d.s
+	now := time.Now()
+	if s.cfg.IdleTimeout > 0 {
+		for _, j := range d.running {
+			if idle := now.Sub(j.act.LastActive()); idle > s.cfg.IdleTimeout {
+				j.cancel(fmt.Errorf("no output and no telemetry for %s (trial_idle_timeout %s): %w",
+					idle.Round(time.Second), s.cfg.IdleTimeout, services.ErrTimeout))
+			}
+		}
+	}
+	if now.Sub(d.lastBeat) >= s.cfg.Lease/3 && (len(d.running) > 0 || len(d.queue) > 0) {
+		if _, err := s.exp.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("renewing the lease on running trials", "err", err)
+		}
+		d.lastBeat = now
+	}
+	if now.Sub(d.lastStop) >= time.Second || s.o.Tick >= time.Second {
+		d.lastStop = now
+		if err := d.stopRequests(ctx); err != nil {
+			return err
+		}
+	}
+	if d.others && !s.o.Worker {
+		if err := d.pollOthers(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errStopRequested is the cause of a trial stopped by bench stop.
+var errStopRequested = errors.New("stopped on request (bench stop)")
+
+// errStopExperiment marks a run ended by bench stop EXPERIMENT.
+var errStopExperiment = errors.New("the experiment was stopped")
+
+// stopRequests cancels the trials bench stop asked to stop.
+func (d *dispatch) stopRequests(ctx context.Context) error {
+	s := d.s
+	all, ids, err := s.exp.StopRequests(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	stop := map[int]bool{}
+	for _, id := range ids {
+		stop[id] = true
+	}
+	for id, j := range d.running {
+		if all || stop[id] {
+			j.cancel(errStopRequested)
+		}
+	}
+	keep := d.queue[:0]
+	for _, it := range d.queue {
+		if all || stop[it.t.ID] {
+			out := trial.Outcome{Status: trial.CANCELED, FailureReason: errStopRequested.Error()}
+			if err := s.exp.Finish(ctx, it.t.ID, out); err == nil {
+				d.record(it, out, false)
+			}
+			continue
+		}
+		keep = append(keep, it)
+	}
+	d.queue = keep
+	if all && d.stopErr == nil {
+		d.stopErr = fmt.Errorf("%w on request (bench stop %s): %w", ErrStopped, s.cfg.ExperimentID, errStopExperiment)
+	}
+	return nil
+}
+
+// pollOthers observes the outcomes of trials other processes finished.
+func (d *dispatch) pollOthers(ctx context.Context) error {
+	s := d.s
+	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		return err
+	}
+	others := false
+	for _, t := range all {
+		if !t.Finished() {
+			if t.Owner != "" && t.Owner != s.o.Owner {
+				others = true
+				if ownerDead(t.Owner) {
+					// A process of this host died: take its trials over now.
+					if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		if d.observed[t.ID] {
+			continue
+		}
+		if _, mine := d.running[t.ID]; mine {
+			continue
+		}
+		out := trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results), FailureReason: t.FailureReason}
+		if t.Status.IsFailed() && d.retriedLater(all, t) {
+			d.observed[t.ID] = true
+			continue
+		}
+		d.record(item{t: t, root: t.ID}, out, false)
+		d.resolveWaiting(ctx, t.ID, out)
+		if err := d.checkStop(out); err != nil {
+			return err
+		}
+	}
+	d.others = others || len(d.waiting) > 0
+	return nil
+}

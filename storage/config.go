@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	internalregistry "github.com/benchtune/bench/internal/registry"
 )
 
 // DefaultSQLiteFile is the database file bench uses when no storage is
@@ -282,4 +284,34 @@ func Open(ctx context.Context, cfg Config) (Storage, error) {
 		return nil, fmt.Errorf("%w: the %s backend is not linked into this program (registered: %v); import github.com/benchtune/bench/storage/sql", ErrUnsupportedDriver, backend, names)
 	}
 	return open(ctx, cfg)
+}
+
+// classes are the storage config classes bench knows (all SQL: the
+// backend comes from the config's drivername).
+var classes = internalregistry.New[struct{}]("storage")
+
+func init() {
+	classes.Register(struct{}{},
+		"mlos_bench.storage.sql.storage.SqlStorage",
+		"mlos_bench.storage.SqlStorage",
+		"bench.storage.SqlStorage")
+}
+
+// Classes lists the storage class names.
+func Classes() []string { return classes.Names() }
+
+// DecodeConfig turns a storage config's class and "config" object (globals
+// already merged in) into a Config: an unknown class, an unknown key or a
+// value of the wrong type is an error naming it.
+func DecodeConfig(class string, m map[string]any) (Config, error) {
+	if _, ok := classes.Lookup(class); !ok {
+		return Config{}, fmt.Errorf("unknown storage class %q; known classes: %s", class, strings.Join(Classes(), ", "))
+	}
+	var cfg Config
+	data, err := json.Marshal(m)
+	if err != nil {
+		return cfg, err
+	}
+	err = json.Unmarshal(data, &cfg)
+	return cfg, err
 }

@@ -6,6 +6,8 @@
 //	bench validate [--kind K] PATH... check configs
 //	bench results [--experiment ID]   show an experiment's trials
 //	bench show TRIAL                  show one trial in detail
+//	bench worker --experiment ID      run trials of an experiment another process drives
+//	bench stop EXPERIMENT [TRIAL]     stop a running experiment or trial
 //	bench schema export DIR           write the JSON schemas for editors
 package main
 
@@ -62,7 +64,7 @@ stores everything and repeats.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd())
 	return root
 }
 

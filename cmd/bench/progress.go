@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/benchtune/bench/optimizers"
+	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -28,7 +29,6 @@ type progress struct {
 	planned  int
 	done     int
 	failed   int
-	best     []float64
 	bestText string
 	began    time.Time
 }
@@ -88,29 +88,26 @@ func (p *progress) TrialStarted(t storage.Trial) {
 	slog.Info("trial started", "trial", t.ID, "params", t.Params)
 }
 
-// TrialFinished implements schedulers.Observer.
-func (p *progress) TrialFinished(t storage.Trial, o storage.TrialOutcome, scores []float64) {
+// TrialFinished implements schedulers.Observer. The best is the
+// experiment's, across processes and earlier runs.
+func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedulers.Best) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
 	if o.Status == trial.FAILED || o.Status == trial.TIMED_OUT {
 		p.failed++
 	}
-	if len(scores) == len(p.targets) && len(scores) > 0 {
-		norm := make([]float64, len(scores))
-		for i, s := range scores {
-			norm[i] = s
-			if p.targets[i].Max {
-				norm[i] = -s
-			}
+	if best != nil && len(best.Values) == len(p.targets) {
+		parts := make([]string, len(best.Values))
+		for i, v := range best.Values {
+			parts[i] = fmt.Sprintf("%s=%.6g", p.targets[i].Name, v)
 		}
-		if p.best == nil || lexLess(norm, p.best) {
-			p.best = norm
-			parts := make([]string, len(scores))
-			for i, s := range scores {
-				parts[i] = fmt.Sprintf("%s=%.6g", p.targets[i].Name, s)
-			}
-			p.bestText = strings.Join(parts, " ") + fmt.Sprintf(" (trial %d)", t.ID)
+		p.bestText = strings.Join(parts, " ") + fmt.Sprintf(" (trial %d)", best.TrialID)
+	}
+	var scores []float64
+	if o.Status == trial.SUCCEEDED {
+		if sc, err := trial.Objectives(p.targets).Scores(o.Status, o.Results); err == nil {
+			scores = trial.Objectives(p.targets).Values(sc)
 		}
 	}
 	if p.bar != nil {
@@ -165,13 +162,4 @@ func (p *progress) finish() {
 		_ = p.bar.Finish()
 		fmt.Fprintln(p.w)
 	}
-}
-
-func lexLess(a, b []float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }

@@ -30,20 +30,31 @@ type storageFlags struct {
 }
 
 func (f *storageFlags) add(cmd *cobra.Command) {
+	f.addStorageOnly(cmd)
+	cmd.Flags().StringVar(&f.experiment, "experiment", "", "experiment id (default: the only experiment, or the most recent one)")
+}
+
+// addStorageOnly adds the flags that find the storage.
+func (f *storageFlags) addStorageOnly(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.storage, "storage", "", "storage config file (default: the SQLite file bench.sqlite in the working folder)")
 	cmd.Flags().StringSliceVar(&f.configPaths, "config-path", nil, "folders to search for config files")
 	cmd.Flags().StringSliceVar(&f.globals, "globals", nil, "globals files (e.g. with the database password)")
-	cmd.Flags().StringVar(&f.experiment, "experiment", "", "experiment id (default: the only experiment, or the most recent one)")
 }
 
 // open opens the storage read-only and finds the experiment.
 func (f *storageFlags) open(ctx context.Context) (storage.Storage, storage.Experiment, error) {
+	return f.openMode(ctx, true)
+}
+
+// openMode opens the storage and finds the experiment; with readOnly a
+// missing SQLite file is an error instead of being created.
+func (f *storageFlags) openMode(ctx context.Context, readOnly bool) (storage.Storage, storage.Experiment, error) {
 	args := &configs.Args{ConfigPaths: f.configPaths, Globals: f.globals}
 	l, err := configs.Prepare(args, validateFunc)
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
-	st, err := launcher.OpenStorage(ctx, l.Loader, f.storage, l.Globals, true)
+	st, err := launcher.OpenStorage(ctx, l.Loader, f.storage, l.Globals, readOnly)
 	if err != nil {
 		if errors.Is(err, storage.ErrNoDatabase) {
 			return nil, nil, exitWith(exitUsage, fmt.Errorf("%w: no experiment has been run in this folder yet (or give --storage)", err))

@@ -28,7 +28,7 @@ func newRunCmd() *cobra.Command {
 		Short:              "Run an experiment (also: bench --config FILE)",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExperiment(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+			return runExperiment(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, false)
 		},
 	}
 	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(c.OutOrStdout(), runHelp()) })
@@ -77,7 +77,9 @@ func validateFunc(kind configs.Kind, doc *source.Doc) error {
 	return schemas.Validate(schemas.Kind(kind), doc)
 }
 
-func runExperiment(stdout, stderr io.Writer, argv []string) error {
+// runExperiment runs bench run, or bench worker (worker: claim and run
+// the trials another process queues, never suggest).
+func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	args, err := configs.ParseArgs(argv)
 	if err != nil {
 		return exitWith(exitUsage, fmt.Errorf("%w (see bench run --help)", err))
@@ -113,7 +115,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string) error {
 	}
 
 	prog := newProgress(stderr, !args.NoProgress)
-	r, err := launcher.Build(ctx, l, launcher.Options{Observer: prog})
+	r, err := launcher.Build(ctx, l, launcher.Options{Observer: prog, Worker: worker})
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -125,6 +127,9 @@ func runExperiment(stdout, stderr io.Writer, argv []string) error {
 	state := "new experiment"
 	if r.Resumed {
 		state = "resuming"
+	}
+	if worker {
+		state = "worker"
 	}
 	fmt.Fprintf(stderr, "bench: experiment %q (%s) in %s\n", r.ExperimentID, state, r.Storage.Describe())
 	prog.begin(r.Scheduler.Stats().Planned, r.Optimizer.Targets())

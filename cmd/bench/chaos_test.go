@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	dbsql "database/sql"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/benchtune/bench/internal/testenv"
+)
+
+// chaosExperiment writes a benchmark of many short trials with a
+// random-search optimizer (max_suggestions trials).
+func chaosExperiment(t *testing.T, trials int, sleep string) string {
+	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"; sleep `+sleep)
+	write(t, dir, "opt.jsonc", fmt.Sprintf(`{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "RANDOM", "max_suggestions": %d, "seed": 7}}`, trials), 0o644)
+	return dir
+}
+
+// startBench starts a bench process in dir, its output going to
+// tmp/<logName>.log.
+func startBench(t *testing.T, dir, tmp, logName string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(benchBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	logf, err := os.OpenFile(filepath.Join(tmp, logName+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// checkChaos checks that exactly n trials are stored, every one SUCCEEDED
+// with its one score and nothing left running or owned.
+func checkChaos(t *testing.T, db *dbsql.DB, rebind func(string) string, exp string, n int) {
+	t.Helper()
+	var count, succeeded, unfinished, owned int
+	q := rebind(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'SUCCEEDED' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN ts_end IS NULL THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN owner IS NOT NULL THEN 1 ELSE 0 END), 0)
+		FROM trial WHERE exp_id = ?`)
+	if err := db.QueryRow(q, exp).Scan(&count, &succeeded, &unfinished, &owned); err != nil {
+		t.Fatal(err)
+	}
+	if count != n || succeeded != n || unfinished != 0 || owned != 0 {
+		t.Errorf("%d trials stored (want %d), %d succeeded, %d unfinished, %d still owned", count, n, succeeded, unfinished, owned)
+	}
+	var ids, lo, hi int
+	if err := db.QueryRow(rebind(`SELECT COUNT(DISTINCT trial_id), MIN(trial_id), MAX(trial_id) FROM trial WHERE exp_id = ?`), exp).Scan(&ids, &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if ids != n || lo != 1 || hi != n {
+		t.Errorf("trial ids: %d distinct in [%d, %d], want 1..%d", ids, lo, hi, n)
+	}
+	rows, err := db.Query(rebind(`SELECT t.trial_id, COUNT(r.metric_id) FROM trial t LEFT JOIN trial_result r
+		ON r.exp_id = t.exp_id AND r.trial_id = t.trial_id AND r.metric_id = 'score' WHERE t.exp_id = ? GROUP BY t.trial_id`), exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, results int
+		if err := rows.Scan(&id, &results); err != nil {
+			t.Fatal(err)
+		}
+		if results != 1 {
+			t.Errorf("trial %d has %d score results, want exactly 1", id, results)
+		}
+	}
+}
+
+// TestChaosSQLite: 100 trials on 4 runners; bench is killed with SIGKILL
+// at random moments 10 times and restarted each time. In the end exactly
+// 100 trials are stored, each with its result once, none left running.
+func TestChaosSQLite(t *testing.T) {
+	const n = 100
+	dir := chaosExperiment(t, n, "0.0$(( (xv % 9) + 1 ))")
+	tmp := t.TempDir()
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "C",
+		"--num_trial_runners", "4", "--no-progress", "--no-teardown"}
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for kill := 0; kill < 10; kill++ {
+		cmd := startBench(t, dir, tmp, "killed", args...)
+		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+	}
+	r := runBench(t, dir, args...)
+	if r.code != 0 {
+		log, _ := os.ReadFile(filepath.Join(tmp, "killed.log"))
+		t.Fatalf("final run: exit %d\n%s%s\nlog of the killed runs:\n%s", r.code, r.stdout, r.stderr, log)
+	}
+	// The kills hit running trials: some started more than once.
+	started, _ := os.ReadFile(filepath.Join(dir, "started"))
+	if lines := strings.Count(string(started), "\n"); lines <= n {
+		t.Errorf("%d trial starts for %d trials: no kill interrupted a trial", lines, n)
+	}
+	if !strings.Contains(r.stderr, "resuming") {
+		t.Errorf("the final run did not resume: %s", r.stderr)
+	}
+	db, err := dbsql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkChaos(t, db, func(q string) string { return q }, "C", n)
+}
+
+// freshPostgresURL creates a database of its own on the test server and
+// returns a storage config file for it.
+func freshPostgresStorage(t *testing.T, dir string) (string, *dbsql.DB) {
+	t.Helper()
+	admin := testenv.Get(t, "BENCH_TEST_PG_URL")
+	db, err := dbsql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "bench_chaos_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	t.Cleanup(func() {
+		db, err := dbsql.Open("pgx", admin)
+		if err == nil {
+			_, _ = db.ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)")
+			db.Close()
+		}
+	})
+	write(t, dir, "storage.jsonc", fmt.Sprintf(`{"class": "mlos_bench.storage.sql.storage.SqlStorage",
+		"config": {"drivername": "postgresql", "host": %q, "port": %s, "database": %q, "username": %q}}`,
+		u.Hostname(), u.Port(), name, u.User.Username()), 0o644)
+	edb, err := dbsql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edb.Close() })
+	return "storage.jsonc", edb
+}
+
+// TestChaosPostgres: a driver and two workers share an experiment in
+// PostgreSQL; one worker is killed with SIGKILL again and again (and
+// restarted). In the end exactly the planned trials are stored, each with
+// its result once, none left running.
+func TestChaosPostgres(t *testing.T) {
+	const n = 60
+	dir := chaosExperiment(t, n, "0.$(( (xv % 5) + 2 ))")
+	st, db := freshPostgresStorage(t, dir)
+	tmp := t.TempDir()
+	common := []string{"--environment", "env.jsonc", "--storage", st, "--experiment_id", "P",
+		"--num_trial_runners", "2", "--no-progress", "--no-teardown", "--trial_lease", "2s"}
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc", "--queue_ahead", "4"}, common...)...)
+	// Workers join once the driver has created the experiment.
+	time.Sleep(500 * time.Millisecond)
+	steady := startBench(t, dir, tmp, "steady", append([]string{"worker"}, common...)...)
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	done := make(chan error, 1)
+	go func() { done <- driver.Wait() }()
+	kills, finished := 0, false
+	for kills < 8 && !finished {
+		w := startBench(t, dir, tmp, "killed", append([]string{"worker"}, common...)...)
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		_ = w.Process.Signal(syscall.SIGKILL)
+		_ = w.Wait()
+		kills++
+		select {
+		case err := <-done:
+			done <- err
+			finished = true
+		default:
+		}
+	}
+	if kills < 5 {
+		t.Errorf("the driver finished after %d kills of a worker; the test wants at least 5", kills)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			log, _ := os.ReadFile(filepath.Join(tmp, "driver.log"))
+			t.Fatalf("driver: %v\n%s", err, log)
+		}
+	case <-time.After(3 * time.Minute):
+		driver.Process.Kill()
+		t.Fatal("driver did not finish")
+	}
+	if err := steady.Wait(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(tmp, "steady.log"))
+		t.Fatalf("worker: %v\n%s", err, log)
+	}
+	checkChaos(t, db, func(q string) string {
+		for i := 1; strings.Contains(q, "?"); i++ {
+			q = strings.Replace(q, "?", fmt.Sprintf("$%d", i), 1)
+		}
+		return q
+	}, "P", n)
+	// Both the driver and the steady worker ran trials.
+	for _, name := range []string{"driver", "steady"} {
+		log, _ := os.ReadFile(filepath.Join(tmp, name+".log"))
+		m := regexp.MustCompile(`(\d+) run now`).FindSubmatch(log)
+		if m == nil || string(m[1]) == "0" {
+			t.Errorf("%s ran no trial:\n%s", name, log)
+		}
+	}
+}

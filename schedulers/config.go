@@ -1,0 +1,274 @@
+package schedulers
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/decode"
+	internalregistry "github.com/benchtune/bench/internal/registry"
+)
+
+// Class describes a scheduler class.
+type Class struct {
+	// Parallel runs up to num_trial_runners trials at once; otherwise one
+	// trial runs at a time, on the runners in turn (mlos_bench's
+	// SyncScheduler).
+	Parallel bool
+}
+
+var registry = internalregistry.New[Class]("schedulers")
+
+func init() {
+	registry.Register(Class{Parallel: false},
+		"mlos_bench.schedulers.SyncScheduler",
+		"mlos_bench.schedulers.sync_scheduler.SyncScheduler",
+		"bench.schedulers.SyncScheduler")
+	registry.Register(Class{Parallel: true},
+		"bench.schedulers.ParallelScheduler",
+		"bench.schedulers.parallel_scheduler.ParallelScheduler")
+}
+
+// DefaultClass is the scheduler used when no scheduler config is given.
+const DefaultClass = "bench.schedulers.ParallelScheduler"
+
+// Classes lists the registered scheduler class names.
+func Classes() []string { return registry.Names() }
+
+// LookupClass returns the class registered under name.
+func LookupClass(name string) (Class, bool) { return registry.Lookup(name) }
+
+// Config is a scheduler's typed config: mlos_bench's keys, then bench's own.
+type Config struct {
+	Class        string
+	Parallel     bool
+	ExperimentID string
+	// TrialID is the id of the first trial of a new experiment.
+	TrialID int
+	// ConfigID, when > 0, re-runs that stored configuration first.
+	ConfigID               int
+	Teardown               bool
+	MaxTrials              int // <= 0: no limit
+	TrialConfigRepeatCount int // >= 1
+	// NumTrialRunners is the number of runners (num_trial_runners).
+	NumTrialRunners int
+
+	// MaxRetries retries a FAILED or TIMED_OUT trial up to this many times
+	// (max_retries, default 0), preferably on another runner.
+	MaxRetries int
+	// MaxFailedTrials stops the experiment once this many trials failed for
+	// good (max_failed_trials; 0: no limit).
+	MaxFailedTrials int
+	// FailFast stops the experiment when its first FailFast trials all
+	// failed the same way (fail_fast, default 3; 0: off).
+	FailFast int
+	// IdleTimeout stops a trial as TIMED_OUT when it printed nothing and
+	// wrote no telemetry for this long (trial_idle_timeout; 0: off).
+	IdleTimeout time.Duration
+	// Reuse reuses the result of a trial of the same configuration and
+	// repeat that already SUCCEEDED in the experiment (reuse, default
+	// true; --no-reuse turns it off).
+	Reuse bool
+	// ReuseFrom also reuses results of this other experiment when its
+	// environment config and git commit match (reuse_from).
+	ReuseFrom string
+	// QueueAhead keeps this many extra trials queued for other processes
+	// (bench worker) to claim (queue_ahead, default 0).
+	QueueAhead int
+	// Lease is how long a process's claim on its running trials lasts
+	// without a heartbeat (trial_lease, default 30s).
+	Lease time.Duration
+	// Devices configures device slots (gpus, gpus_per_trial, cpu_slots,
+	// cores_per_slot, pin_cores).
+	GPUs         string
+	GPUsPerTrial int
+	CPUSlots     int
+	CoresPerSlot int
+	PinCores     bool
+}
+
+// defaults are the config keys with their defaults; globals override the
+// keys present here (mlos_bench's rule: globals reach keys a config has).
+func defaults(experimentID string, teardown bool) map[string]any {
+	return map[string]any{
+		"experiment_id":             experimentID,
+		"trial_id":                  int64(1),
+		"config_id":                 int64(-1),
+		"trial_config_repeat_count": int64(1),
+		"max_trials":                int64(-1),
+		"teardown":                  teardown,
+		"num_trial_runners":         int64(1),
+		"max_retries":               int64(0),
+		"max_failed_trials":         int64(0),
+		"fail_fast":                 int64(3),
+		"trial_idle_timeout":        int64(0),
+		"reuse":                     true,
+		"reuse_from":                "",
+		"queue_ahead":               int64(0),
+		"trial_lease":               "30s",
+		"gpus":                      "",
+		"gpus_per_trial":            int64(1),
+		"cpu_slots":                 int64(0),
+		"cores_per_slot":            int64(0),
+		"pin_cores":                 false,
+	}
+}
+
+var experimentIDRe = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+
+// DecodeConfig turns a scheduler config (class and "config" object, from
+// the file ref points at; empty class: the default scheduler) merged with
+// the globals into a typed Config. Errors name the key and, where there is
+// one, the file, line and column.
+func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, ref source.Ref, defaultExperimentID string, teardown bool) (Config, error) {
+	if class == "" {
+		class = DefaultClass
+	}
+	cl, ok := registry.Lookup(class)
+	if !ok {
+		return Config{}, ref.Child("class").Errorf("unknown scheduler class %q; known classes: %s", class, strings.Join(Classes(), ", "))
+	}
+	cfg := defaults(defaultExperimentID, teardown)
+	maps.Copy(cfg, fileCfg)
+	g := maps.Clone(globals)
+	delete(g, "teardown") // --no-teardown is applied below, never by a global
+	if err := configs.MergeParameters(cfg, g, nil, ""); err != nil {
+		return Config{}, err
+	}
+	cref := ref.Child("config")
+	out := Config{Class: class, Parallel: cl.Parallel}
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, cref.Child(key).Errorf(format, args...))
+	}
+	id, isStr := cfg["experiment_id"].(string)
+	out.ExperimentID = strings.TrimSpace(id)
+	if !isStr || !experimentIDRe.MatchString(out.ExperimentID) {
+		bad("experiment_id", "experiment_id %v is invalid: use letters, digits, '_', '.' and '-'", configs.PyStr(cfg["experiment_id"]))
+	}
+	ints := []struct {
+		key string
+		dst *int
+		min int
+	}{
+		{"trial_id", &out.TrialID, math.MinInt},
+		{"config_id", &out.ConfigID, math.MinInt},
+		{"max_trials", &out.MaxTrials, math.MinInt},
+		{"trial_config_repeat_count", &out.TrialConfigRepeatCount, 1},
+		{"num_trial_runners", &out.NumTrialRunners, 1},
+		{"max_retries", &out.MaxRetries, 0},
+		{"max_failed_trials", &out.MaxFailedTrials, 0},
+		{"fail_fast", &out.FailFast, 0},
+		{"queue_ahead", &out.QueueAhead, 0},
+		{"gpus_per_trial", &out.GPUsPerTrial, 1},
+		{"cpu_slots", &out.CPUSlots, 0},
+		{"cores_per_slot", &out.CoresPerSlot, 0},
+	}
+	for _, it := range ints {
+		v, ok := ToInt(cfg[it.key])
+		switch {
+		case !ok:
+			bad(it.key, "%s must be an integer, got %v", it.key, configs.PyStr(cfg[it.key]))
+		case v < it.min:
+			bad(it.key, "%s must be >= %d, got %d", it.key, it.min, v)
+		default:
+			*it.dst = v
+		}
+	}
+	bools := []struct {
+		key string
+		dst *bool
+	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}}
+	for _, it := range bools {
+		v, ok := toBool(cfg[it.key])
+		if !ok {
+			bad(it.key, "%s must be true or false, got %v", it.key, configs.PyStr(cfg[it.key]))
+		}
+		*it.dst = v
+	}
+	// --no-teardown always wins over the scheduler config.
+	out.Teardown = out.Teardown && teardown
+	durs := []struct {
+		key string
+		dst *time.Duration
+	}{{"trial_idle_timeout", &out.IdleTimeout}, {"trial_lease", &out.Lease}}
+	for _, it := range durs {
+		d, err := toDuration(cfg[it.key])
+		if err != nil {
+			bad(it.key, "%s: %v", it.key, err)
+		}
+		*it.dst = d
+	}
+	if out.Lease < time.Second/10 {
+		bad("trial_lease", "trial_lease must be at least 0.1s, got %s", out.Lease)
+	}
+	out.ReuseFrom, _ = cfg["reuse_from"].(string)
+	if out.ReuseFrom != "" && !experimentIDRe.MatchString(out.ReuseFrom) {
+		bad("reuse_from", "reuse_from %q is not an experiment id", out.ReuseFrom)
+	}
+	if v := cfg["gpus"]; v != nil {
+		out.GPUs = strings.TrimSpace(configs.PyStr(v))
+	}
+	if len(errs) > 0 {
+		return out, errs[0]
+	}
+	return out, nil
+}
+
+// ToInt reads an integer config value: a JSON integer, an integral float or
+// a string holding an integer (globals from files and the command line).
+func ToInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int64:
+		return int(x), true
+	case int:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int(x), true
+		}
+	case string:
+		if i, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func toBool(v any) (bool, bool) {
+	switch x := v.(type) {
+	case bool:
+		return x, true
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "true", "yes", "on", "1":
+			return true, true
+		case "false", "no", "off", "0":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+func toDuration(v any) (time.Duration, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		return decode.Seconds(float64(x))
+	case float64:
+		return decode.Seconds(x)
+	case string:
+		if strings.TrimSpace(x) == "" {
+			return 0, nil
+		}
+		return decode.ParseDuration(strings.TrimSpace(x))
+	}
+	return 0, fmt.Errorf("want seconds or a duration like \"90s\", got %v", configs.PyStr(v))
+}
