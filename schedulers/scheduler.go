@@ -327,12 +327,14 @@ type dispatch struct {
 	stopErr    error
 	noMore     bool // the optimizer has nothing more to suggest
 	retryCount map[int]int
-	sugOf      map[string]int // config hash -> suggestion id (pending)
+	// keys holds "config hash|repeat" of every trial of the experiment this
+	// process knows of (dedup asks storage only about these).
+	keys map[string]bool
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
-		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, sugOf: map[string]int{}}
+		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{}}
 	d.idle = append(d.idle, s.runners...)
 	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
 	if err != nil {
@@ -341,6 +343,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	suggestions := 0
 	var priors []optimizers.Prior
 	for _, t := range all {
+		d.keys[t.ConfigHash+"|"+t.Metadata["repeat_i"]] = true
 		if t.RetryOf == 0 {
 			d.trialCount++
 			if r := t.Metadata["repeat_i"]; r == "" || r == "1" {
@@ -689,7 +692,13 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		repeat := strconv.Itoa(r)
 		m["repeat_i"] = repeat
 		spec := storage.TrialSpec{ConfigHash: hash, Params: tun.StringValues(), Metadata: m}
-		if s.cfg.Reuse {
+		// Only a configuration and repeat that some trial of the experiment
+		// already has can be reused or waited for: storage is asked only
+		// then (or when other processes add trials too).
+		key := hash + "|" + repeat
+		mayExist := d.keys[key] || d.others || s.o.ReuseFrom != nil
+		d.keys[key] = true
+		if s.cfg.Reuse && mayExist {
 			done, err := d.reuse(ctx, sg.ID, spec, repeat)
 			if err != nil {
 				return err
@@ -698,7 +707,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 				continue
 			}
 		}
-		if s.cfg.Reuse {
+		if s.cfg.Reuse && mayExist {
 			if other, ok, err := s.exp.InFlight(ctx, hash, repeat); err != nil {
 				return err
 			} else if ok {
@@ -1105,6 +1114,9 @@ func (d *dispatch) tick(ctx context.Context) error {
 		if err := d.stopRequests(ctx); err != nil {
 			return err
 		}
+		if !d.others && !s.o.Worker {
+			d.detectOthers(ctx)
+		}
 	}
 	if d.others && !s.o.Worker {
 		if err := d.pollOthers(ctx); err != nil {
@@ -1112,6 +1124,27 @@ func (d *dispatch) tick(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// detectOthers notices trials that another process added to the
+// experiment: from then on the budget, dedup and results are read from
+// storage.
+func (d *dispatch) detectOthers(ctx context.Context) {
+	counts, err := d.s.exp.Counts(ctx)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	mine := d.trialCount + len(d.queue) // an upper bound of what this process knows
+	for _, c := range d.retryCount {
+		mine += c
+	}
+	if n > mine {
+		d.others = true
+	}
 }
 
 // errStopRequested is the cause of a trial stopped by bench stop.
