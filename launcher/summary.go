@@ -18,7 +18,9 @@ type Summary struct {
 	Succeeded    int               `json:"succeeded"`
 	Failed       int               `json:"failed"`
 	Pending      int               `json:"pending"`
-	RunNow       int               `json:"run_now"` // trials run by this process
+	Retried      int               `json:"retried,omitempty"` // failed attempts that were retried
+	Reused       int               `json:"reused,omitempty"`  // trials that reused an identical trial's result
+	RunNow       int               `json:"run_now"`           // trials run by this process
 	Planned      int               `json:"planned"`
 	BestTrial    int               `json:"best_trial,omitempty"`
 	BestConfig   map[string]string `json:"best_config,omitempty"`
@@ -46,12 +48,30 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	for _, t := range targets {
 		s.Targets = append(s.Targets, t.Name+":"+t.Direction())
 	}
+	// A failed attempt that was retried counts as retried, not failed.
+	lastAttempt := map[int]int{}
 	for _, t := range trials {
+		root := t.ID
+		if t.RetryOf > 0 {
+			root = t.RetryOf
+		}
+		lastAttempt[root] = max(lastAttempt[root], t.ID)
+	}
+	for _, t := range trials {
+		root := t.ID
+		if t.RetryOf > 0 {
+			root = t.RetryOf
+		}
+		if t.ReusedFrom != nil {
+			s.Reused++
+		}
 		switch {
 		case !t.Finished():
 			s.Pending++
 		case t.Status == trial.SUCCEEDED:
 			s.Succeeded++
+		case lastAttempt[root] != t.ID:
+			s.Retried++
 		default:
 			s.Failed++
 		}

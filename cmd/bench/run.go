@@ -245,6 +245,12 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) 
 	if s.Pending > 0 {
 		fmt.Fprintf(w, ", %d pending", s.Pending)
 	}
+	if s.Retried > 0 {
+		fmt.Fprintf(w, ", %d retried", s.Retried)
+	}
+	if s.Reused > 0 {
+		fmt.Fprintf(w, ", %d reused", s.Reused)
+	}
 	fmt.Fprintf(w, "), %d run now\n", s.RunNow)
 	if s.BestTrial > 0 {
 		fmt.Fprintf(w, "Best trial %d:", s.BestTrial)

@@ -60,6 +60,18 @@ func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
 		fmt.Fprintf(w, ", trial runner %d", d.TrialRunnerID)
 	}
 	fmt.Fprintln(w)
+	if d.RetryOf > 0 {
+		fmt.Fprintf(w, "Retry of trial %d\n", d.RetryOf)
+	}
+	if d.ReusedFrom != nil {
+		fmt.Fprintf(w, "Reused the result of trial %d of experiment %s (an identical trial: same configuration and repeat)\n", d.ReusedFrom.TrialID, d.ReusedFrom.ExperimentID)
+	}
+	if !d.Finished() && d.Owner != "" {
+		fmt.Fprintf(w, "Running in bench process %s (lease until %s)\n", d.Owner, d.LeaseUntil.Local().Format(time.RFC3339))
+	}
+	if d.StopRequested && !d.Finished() {
+		fmt.Fprintln(w, "A stop was requested (bench stop)")
+	}
 	fmt.Fprintf(w, "Started %s", d.TsStart.Local().Format(time.RFC3339))
 	if d.Finished() {
 		fmt.Fprintf(w, ", ended %s (%s)", d.TsEnd.Local().Format(time.RFC3339), d.TsEnd.Sub(d.TsStart).Round(time.Millisecond))
