@@ -359,7 +359,7 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 			return nil, err
 		}
 		class := doc.Root.Get("class").Str
-		if _, err := storage.DecodeConfig(class, map[string]any{}); err != nil && !strings.Contains(err.Error(), "key") {
+		if err := storage.CheckClass(class); err != nil {
 			return nil, doc.Errorf([]string{"class"}, "%v", err)
 		}
 		m, _ := doc.Root.Get("config").Value().(map[string]any)

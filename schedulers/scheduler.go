@@ -1172,6 +1172,21 @@ func (d *dispatch) stopRequests(ctx context.Context) error {
 			j.cancel(errStopRequested)
 		}
 	}
+	// A queued trial that no process holds (queued ahead for workers) is
+	// stopped here: no process will claim it.
+	for _, id := range ids {
+		if _, mine := d.running[id]; mine || d.queued(id) {
+			continue
+		}
+		t, err := s.plain.Trial(ctx, id)
+		if err != nil || t.Finished() || t.Owner != "" {
+			continue
+		}
+		out := trial.Outcome{Status: trial.CANCELED, FailureReason: errStopRequested.Error()}
+		if err := s.plain.Finish(ctx, id, out); err == nil {
+			d.record(item{t: t.Trial, root: id}, out, false)
+		}
+	}
 	keep := d.queue[:0]
 	for _, it := range d.queue {
 		if all || stop[it.t.ID] {
@@ -1188,6 +1203,16 @@ func (d *dispatch) stopRequests(ctx context.Context) error {
 		d.stopErr = fmt.Errorf("%w on request (bench stop %s): %w", ErrStopped, s.cfg.ExperimentID, errStopExperiment)
 	}
 	return nil
+}
+
+// queued reports whether trial id is in this process's queue.
+func (d *dispatch) queued(id int) bool {
+	for _, it := range d.queue {
+		if it.spec == nil && it.t.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // pollOthers observes the outcomes of trials other processes finished.

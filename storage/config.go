@@ -300,12 +300,20 @@ func init() {
 // Classes lists the storage class names.
 func Classes() []string { return classes.Names() }
 
+// CheckClass reports an unknown storage class, naming the known ones.
+func CheckClass(class string) error {
+	if _, ok := classes.Lookup(class); !ok {
+		return fmt.Errorf("unknown storage class %q; known classes: %s", class, strings.Join(Classes(), ", "))
+	}
+	return nil
+}
+
 // DecodeConfig turns a storage config's class and "config" object (globals
 // already merged in) into a Config: an unknown class, an unknown key or a
 // value of the wrong type is an error naming it.
 func DecodeConfig(class string, m map[string]any) (Config, error) {
-	if _, ok := classes.Lookup(class); !ok {
-		return Config{}, fmt.Errorf("unknown storage class %q; known classes: %s", class, strings.Join(Classes(), ", "))
+	if err := CheckClass(class); err != nil {
+		return Config{}, err
 	}
 	var cfg Config
 	data, err := json.Marshal(m)

@@ -102,3 +102,42 @@ func TestWorkerSQLite(t *testing.T) {
 		t.Errorf("the worker ran no trial:\n%s", log)
 	}
 }
+
+// TestReuseFrom: --reuse-from reuses another experiment's results only when
+// its environment config and git commit match; --no-reuse runs everything.
+func TestReuseFrom(t *testing.T) {
+	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"`)
+	base := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "4", "--no-progress", "--format", "json"}
+	if r := runBench(t, dir, append(base, "--experiment_id", "A")...); r.code != 0 {
+		t.Fatalf("A: exit %d\n%s", r.code, r.stderr)
+	}
+	starts := func() int {
+		data, _ := os.ReadFile(filepath.Join(dir, "started"))
+		return strings.Count(string(data), "\n")
+	}
+	if starts() != 4 {
+		t.Fatalf("A ran %d trials", starts())
+	}
+	// The same optimizer (same seed) suggests the same configurations: B
+	// reuses all of A's results.
+	r := runBench(t, dir, append(base, "--experiment_id", "B", "--reuse-from", "A")...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"reused": 4`) || starts() != 4 {
+		t.Fatalf("B: exit %d, %d trials ran in all\n%s%s", r.code, starts(), r.stdout, r.stderr)
+	}
+	if r := runBench(t, dir, "show", "--experiment", "B", "2"); !strings.Contains(r.stdout, "Reused the result of trial 2 of experiment A") {
+		t.Errorf("show B 2:\n%s", r.stdout)
+	}
+	// Another environment config: nothing is reused, and a warning says why.
+	data, _ := os.ReadFile(filepath.Join(dir, "env.jsonc"))
+	write(t, dir, "env2.jsonc", string(data), 0o644)
+	other := []string{"--environment", "env2.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "4", "--no-progress", "--format", "json"}
+	r = runBench(t, dir, append(other, "--experiment_id", "C", "--reuse-from", "A")...)
+	if r.code != 0 || strings.Contains(r.stdout, `"reused"`) || starts() != 8 || !strings.Contains(r.stderr, "environment config or git commit differs") {
+		t.Fatalf("C: exit %d, %d trials ran in all\n%s%s", r.code, starts(), r.stdout, r.stderr)
+	}
+	// --no-reuse with the same configurations again: everything runs.
+	r = runBench(t, dir, append(base, "--experiment_id", "D", "--reuse-from", "A", "--no-reuse")...)
+	if r.code != 0 || strings.Contains(r.stdout, `"reused"`) || starts() != 12 {
+		t.Fatalf("D: exit %d, %d trials ran in all\n%s%s", r.code, starts(), r.stdout, r.stderr)
+	}
+}
