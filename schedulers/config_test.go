@@ -1,0 +1,69 @@
+package schedulers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchtune/bench/configs/source"
+)
+
+func TestDecodeConfig(t *testing.T) {
+	ok := []struct {
+		name    string
+		class   string
+		file    map[string]any
+		globals map[string]any
+		check   func(Config) bool
+	}{
+		{"defaults", "", nil, nil, func(c Config) bool {
+			return c.Parallel && c.Class == DefaultClass && c.NumTrialRunners == 1 && c.Reuse && c.FailFast == 3 &&
+				c.Lease == 30*time.Second && c.ExperimentID == "exp" && c.TrialConfigRepeatCount == 1 && c.Teardown
+		}},
+		{"sync scheduler", "mlos_bench.schedulers.SyncScheduler", map[string]any{"max_trials": int64(5)}, nil, func(c Config) bool {
+			return !c.Parallel && c.MaxTrials == 5
+		}},
+		{"integers as strings from a globals file", "", nil, map[string]any{"num_trial_runners": "3", "max_retries": "2"}, func(c Config) bool {
+			return c.NumTrialRunners == 3 && c.MaxRetries == 2
+		}},
+		{"globals override the file", "bench.schedulers.ParallelScheduler", map[string]any{"max_retries": int64(1)}, map[string]any{"max_retries": int64(4)}, func(c Config) bool {
+			return c.MaxRetries == 4
+		}},
+		{"durations and flags", "", nil, map[string]any{"trial_idle_timeout": "10m", "trial_lease": int64(5), "reuse": false, "gpus": "0,1"}, func(c Config) bool {
+			return c.IdleTimeout == 10*time.Minute && c.Lease == 5*time.Second && !c.Reuse && c.GPUs == "0,1"
+		}},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := DecodeConfig(tc.class, tc.file, tc.globals, source.Ref{}, "exp", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Errorf("%+v", c)
+			}
+		})
+	}
+	bad := []struct {
+		name    string
+		class   string
+		globals map[string]any
+		want    string
+	}{
+		{"unknown class", "mlos_bench.schedulers.FooScheduler", nil, "known classes"},
+		{"runners not a number", "", map[string]any{"num_trial_runners": "three"}, "num_trial_runners must be an integer"},
+		{"zero runners", "", map[string]any{"num_trial_runners": int64(0)}, "num_trial_runners must be >= 1"},
+		{"negative retries", "", map[string]any{"max_retries": int64(-1)}, "max_retries must be >= 0"},
+		{"bad duration", "", map[string]any{"trial_idle_timeout": "soon"}, "trial_idle_timeout"},
+		{"bad flag", "", map[string]any{"reuse": "maybe"}, "reuse must be true or false"},
+		{"bad experiment id", "", map[string]any{"experiment_id": "a b"}, "experiment_id"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeConfig(tc.class, nil, tc.globals, source.Ref{}, "exp", true)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
