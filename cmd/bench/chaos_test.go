@@ -171,7 +171,7 @@ func freshPostgresStorage(t *testing.T, dir string) (string, *dbsql.DB) {
 // restarted). In the end exactly the planned trials are stored, each with
 // its result once, none left running.
 func TestChaosPostgres(t *testing.T) {
-	const n = 60
+	const n = 80
 	dir := chaosExperiment(t, n, "0.$(( (xv % 5) + 2 ))")
 	st, db := freshPostgresStorage(t, dir)
 	tmp := t.TempDir()
