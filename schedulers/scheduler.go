@@ -275,6 +275,9 @@ type item struct {
 	root    int // the first attempt's trial id
 	attempt int // 0 for the first attempt
 	avoid   int // runner id a retry should avoid (0: none)
+	// foreign marks a trial another process ran (not in this process's
+	// Stats).
+	foreign bool
 }
 
 // job is a running trial.
@@ -765,7 +768,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 	}
 	s.stats.Reused++
 	s.log.Info("trial reuses the result of an identical trial", "trial", t.ID, "from_experiment", src.ExperimentID, "from_trial", src.ID)
-	d.record(item{t: t, sugID: sugID, root: t.ID}, out, false)
+	d.record(item{t: t, sugID: sugID, root: t.ID}, out)
 	return true, nil
 }
 
@@ -945,22 +948,27 @@ func (d *dispatch) finished(ctx context.Context, r done) error {
 	if out.Status.IsFailed() && j.attempt < s.cfg.MaxRetries && ctx.Err() == nil {
 		return d.retry(ctx, j, out)
 	}
-	d.record(j.item, out, true)
+	d.record(j.item, out)
 	d.resolveWaiting(ctx, j.t.ID, out)
 	return d.checkStop(out)
 }
 
 // record counts an outcome stored for it, tells the optimizer and the
 // observer.
-func (d *dispatch) record(it item, out trial.Outcome, ran bool) {
+func (d *dispatch) record(it item, out trial.Outcome) {
 	s := d.s
 	t := it.t
 	t.Status = out.Status
 	t.TsEnd = out.Ts
 	t.FailureReason = out.FailureReason
+	own := func(n *int) {
+		if !it.foreign {
+			*n++
+		}
+	}
 	switch out.Status {
 	case trial.SUCCEEDED:
-		s.stats.Succeeded++
+		own(&s.stats.Succeeded)
 		d.succeeded++
 		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil {
 			if d.best == nil || trial.Less(scores, s.targets.Values(d.best.Values)) {
@@ -968,7 +976,7 @@ func (d *dispatch) record(it item, out trial.Outcome, ran bool) {
 			}
 		}
 	case trial.FAILED, trial.TIMED_OUT:
-		s.stats.Failed++
+		own(&s.stats.Failed)
 		d.failed++
 		if d.succeeded == 0 && len(d.firstFailures) < max(s.cfg.FailFast, 0) {
 			d.firstFailures = append(d.firstFailures, signature(out.FailureReason))
@@ -977,7 +985,7 @@ func (d *dispatch) record(it item, out trial.Outcome, ran bool) {
 			}
 		}
 	case trial.CANCELED:
-		s.stats.Canceled++
+		own(&s.stats.Canceled)
 	}
 	d.observed[t.ID] = true
 	if out.Status != trial.CANCELED && !s.o.Worker {
@@ -1043,7 +1051,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 				if err := s.exp.Finish(ctx, t.ID, reused); err == nil {
 					s.stats.Reused++
 					it.t, it.spec = t, nil
-					d.record(it, reused, false)
+					d.record(it, reused)
 					continue
 				}
 			}
@@ -1184,7 +1192,7 @@ func (d *dispatch) stopRequests(ctx context.Context) error {
 		}
 		out := trial.Outcome{Status: trial.CANCELED, FailureReason: errStopRequested.Error()}
 		if err := s.plain.Finish(ctx, id, out); err == nil {
-			d.record(item{t: t.Trial, root: id}, out, false)
+			d.record(item{t: t.Trial, root: id, foreign: true}, out)
 		}
 	}
 	keep := d.queue[:0]
@@ -1192,7 +1200,7 @@ func (d *dispatch) stopRequests(ctx context.Context) error {
 		if all || stop[it.t.ID] {
 			out := trial.Outcome{Status: trial.CANCELED, FailureReason: errStopRequested.Error()}
 			if err := s.exp.Finish(ctx, it.t.ID, out); err == nil {
-				d.record(it, out, false)
+				d.record(it, out)
 			}
 			continue
 		}
@@ -1247,7 +1255,7 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 			d.observed[t.ID] = true
 			continue
 		}
-		d.record(item{t: t, root: t.ID}, out, false)
+		d.record(item{t: t, root: t.ID, foreign: true}, out)
 		d.resolveWaiting(ctx, t.ID, out)
 		if err := d.checkStop(out); err != nil {
 			return err
