@@ -29,6 +29,7 @@ type progress struct {
 	planned  int
 	done     int
 	failed   int
+	running  map[int]bool // trials started and not finished (this process)
 	bestText string
 	began    time.Time
 }
@@ -68,6 +69,9 @@ func (p *progress) begin(planned int, targets []optimizers.Target) {
 
 func (p *progress) describe() string {
 	var b strings.Builder
+	if len(p.running) > 1 {
+		fmt.Fprintf(&b, "%d running ", len(p.running))
+	}
 	if p.failed > 0 {
 		fmt.Fprintf(&b, "%d failed ", p.failed)
 	}
@@ -81,11 +85,15 @@ func (p *progress) describe() string {
 func (p *progress) TrialStarted(t storage.Trial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.running == nil {
+		p.running = map[int]bool{}
+	}
+	p.running[t.ID] = true
 	if p.bar != nil {
 		p.bar.Describe(fmt.Sprintf("trial %d %s", t.ID, p.describe()))
 		return
 	}
-	slog.Info("trial started", "trial", t.ID, "params", t.Params)
+	slog.Info("trial started", "trial", t.ID, "runner", t.TrialRunnerID, "params", t.Params)
 }
 
 // TrialFinished implements schedulers.Observer. The best is the
@@ -93,6 +101,7 @@ func (p *progress) TrialStarted(t storage.Trial) {
 func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedulers.Best) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.running, t.ID)
 	p.done++
 	if o.Status == trial.FAILED || o.Status == trial.TIMED_OUT {
 		p.failed++
