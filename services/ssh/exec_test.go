@@ -647,3 +647,22 @@ func TestRemoteExecVanished(t *testing.T) {
 		t.Errorf("kept output %q", out)
 	}
 }
+
+// TestRemoteExecTouchesActivity: output arriving from the remote host
+// counts as the trial's activity (hang detection).
+func TestRemoteExecTouchesActivity(t *testing.T) {
+	e := getEnv(t)
+	s := newHost(t, e)
+	act := services.NewActivity()
+	start := act.LastActive()
+	ctx := services.WithActivity(context.Background(), act)
+	res, err := s.RemoteExec(ctx, services.RemoteExecRequest{
+		Script: []string{"sleep 1; echo late"}, Params: e.params(), CommandName: "test-" + uniq(t),
+	})
+	if err != nil || res.Stdout != "late\n" {
+		t.Fatalf("RemoteExec: %v %q", err, res.Stdout)
+	}
+	if d := act.LastActive().Sub(start); d < 900*time.Millisecond {
+		t.Errorf("the output printed after 1s moved the last activity by %s only", d)
+	}
+}
