@@ -226,6 +226,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	runErr := d.loop(ctx)
 	final := context.WithoutCancel(ctx)
+	if s.o.Worker {
+		if err := s.exp.UnregisterWorker(final); err != nil {
+			s.log.Warn("leaving the experiment's workers", "err", err)
+		}
+	}
 	if err := s.exp.Release(final); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("handing back unstarted trials: %w", err))
 	}
@@ -391,6 +396,12 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		}
 		// A bench stop of an earlier run does not stop this one.
 		if err := s.exp.ClearStopRequest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.o.Worker {
+		// The driver keeps as many trials queued as the workers have runners.
+		if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil {
 			return nil, err
 		}
 	}
@@ -1111,9 +1122,14 @@ func (d *dispatch) tick(ctx context.Context) error {
 			}
 		}
 	}
-	if now.Sub(d.lastBeat) >= s.cfg.Lease/3 && (len(d.running) > 0 || len(d.queue) > 0) {
+	if now.Sub(d.lastBeat) >= s.cfg.Lease/3 && (len(d.running) > 0 || len(d.queue) > 0 || s.o.Worker) {
 		if _, err := s.exp.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("renewing the lease on running trials", "err", err)
+		}
+		if s.o.Worker {
+			if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil && ctx.Err() == nil {
+				s.log.Warn("renewing this worker's registration", "err", err)
+			}
 		}
 		d.lastBeat = now
 	}
@@ -1125,9 +1141,63 @@ func (d *dispatch) tick(ctx context.Context) error {
 		if !d.others && !s.o.Worker {
 			d.detectOthers(ctx)
 		}
+		if !s.o.Worker && d.stopErr == nil {
+			if err := d.feedWorkers(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	if d.others && !s.o.Worker {
 		if err := d.pollOthers(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// feedWorkers keeps as many trials queued, unowned, as the experiment's
+// live workers have trial runners (plus queue_ahead), so that bench worker
+// processes find work without any setting.
+func (d *dispatch) feedWorkers(ctx context.Context) error {
+	s := d.s
+	n, err := s.exp.WorkerRunners(ctx)
+	if err != nil || n == 0 {
+		return err
+	}
+	d.others = true
+	pending, err := s.exp.PendingTrials(ctx)
+	if err != nil {
+		return err
+	}
+	unowned := 0
+	for _, t := range pending {
+		if t.Owner == "" && !t.StopRequested {
+			unowned++
+		}
+	}
+	need := n + s.cfg.QueueAhead - unowned
+	if need <= 0 || !d.notDone() {
+		return nil
+	}
+	if c, err := d.countTrials(ctx); err == nil {
+		d.trialCount = c
+	}
+	k := (need + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
+	if s.cfg.MaxTrials > 0 {
+		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
+	}
+	if k < 1 || !d.notDone() {
+		return nil
+	}
+	sugs, err := s.opt.Suggest(ctx, k)
+	if err != nil {
+		return fmt.Errorf("optimizer %s: %w", s.opt.Name(), err)
+	}
+	if len(sugs) == 0 {
+		d.noMore = true
+	}
+	for _, sg := range sugs {
+		if err := d.queueSuggestion(ctx, sg, s.cfg.TrialConfigRepeatCount); err != nil {
 			return err
 		}
 	}

@@ -199,6 +199,15 @@ type Experiment interface {
 	// Counts counts the experiment's trials by status, whatever process
 	// wrote them (statuses without trials are left out).
 	Counts(ctx context.Context) (map[trial.Status]int, error)
+	// RegisterWorker (owner view) records the owner as a bench worker of
+	// the experiment with runners trial runners, alive for the view's
+	// lease; calling it again renews it. UnregisterWorker removes it.
+	RegisterWorker(ctx context.Context, runners int) error
+	UnregisterWorker(ctx context.Context) error
+	// WorkerRunners sums the trial runners of the experiment's live
+	// workers (lease not expired), the view's own owner left out: how many
+	// trials a driver keeps queued for them.
+	WorkerRunners(ctx context.Context) (int, error)
 }
 
 // Objective is one optimization target of an experiment.

@@ -177,7 +177,7 @@ func TestChaosPostgres(t *testing.T) {
 	tmp := t.TempDir()
 	common := []string{"--environment", "env.jsonc", "--storage", st, "--experiment_id", "P",
 		"--num_trial_runners", "2", "--no-progress", "--no-teardown", "--trial_lease", "2s"}
-	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc", "--queue_ahead", "4"}, common...)...)
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc"}, common...)...)
 	// Workers join once the driver has created the experiment.
 	time.Sleep(500 * time.Millisecond)
 	steady := startBench(t, dir, tmp, "steady", append([]string{"worker"}, common...)...)

@@ -79,7 +79,7 @@ func TestWorkerSQLite(t *testing.T) {
 		t.Fatalf("a worker without a driver: exit %d\n%s", r.code, r.stderr)
 	}
 	tmp := t.TempDir()
-	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc", "--queue_ahead", "2"}, common...)...)
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc"}, common...)...)
 	time.Sleep(300 * time.Millisecond)
 	worker := startBench(t, dir, tmp, "worker", append([]string{"worker", "--num_trial_runners", "2"}, common...)...)
 	for name, c := range map[string]*exec.Cmd{"driver": driver, "worker": worker} {

@@ -98,8 +98,9 @@ Workers share the experiment through its storage: SQLite for processes on
 one machine, PostgreSQL across machines. Each claimed trial is leased to
 its process and the lease is renewed while it runs; the trials of a
 process that dies are claimed again once their lease (trial_lease, default
-30s) has expired. Give the driver --queue_ahead N (a global) to keep N
-trials queued for the workers.
+30s) has expired. A worker registers itself with its number of trial
+runners, and the driver keeps that many trials queued for the live workers
+(plus queue_ahead, a global, for more look-ahead).
 `
 
 // openWritable opens the storage for writing and finds the experiment

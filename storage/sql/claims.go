@@ -336,3 +336,58 @@ func (e *experiment) Counts(ctx context.Context) (map[trial.Status]int, error) {
 	}
 	return out, nil
 }
+
+// RegisterWorker records the owner as a worker of the experiment with
+// runners trial runners, alive until its lease ends; calling it again
+// renews it.
+func (e *experiment) RegisterWorker(ctx context.Context, runners int) error {
+	if err := e.needOwner("register a worker"); err != nil {
+		return err
+	}
+	if runners < 1 {
+		return fmt.Errorf("%w: worker %q of %q: %d runners", storage.ErrInvalid, e.owner, e.info.ID, runners)
+	}
+	_, until, err := e.leaseTimes(ctx)
+	if err != nil {
+		return err
+	}
+	return e.s.write(ctx, func(r runner) error {
+		if _, err := r.exec(ctx, `INSERT INTO worker (exp_id, owner, runners, lease_until) VALUES (?, ?, ?, ?)
+			ON CONFLICT (exp_id, owner) DO UPDATE SET runners = excluded.runners, lease_until = excluded.lease_until`,
+			e.info.ID, e.owner, runners, e.s.dialect.ts(until)); err != nil {
+			return fmt.Errorf("storage: register worker %q of %q: %w", e.owner, e.info.ID, err)
+		}
+		return nil
+	})
+}
+
+// UnregisterWorker removes the owner from the experiment's workers.
+func (e *experiment) UnregisterWorker(ctx context.Context) error {
+	if err := e.needOwner("unregister a worker"); err != nil {
+		return err
+	}
+	return e.s.write(ctx, func(r runner) error {
+		if _, err := r.exec(ctx, `DELETE FROM worker WHERE exp_id = ? AND owner = ?`, e.info.ID, e.owner); err != nil {
+			return fmt.Errorf("storage: unregister worker %q of %q: %w", e.owner, e.info.ID, err)
+		}
+		return nil
+	})
+}
+
+// WorkerRunners returns the number of trial runners of the experiment's
+// live workers (lease not expired), this view's owner left out.
+func (e *experiment) WorkerRunners(ctx context.Context) (int, error) {
+	now, err := e.s.now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n dbsql.NullInt64
+	err = e.s.read(ctx, func(r runner) error {
+		return r.queryRow(ctx, `SELECT SUM(runners) FROM worker WHERE exp_id = ? AND owner <> ? AND lease_until >= ?`,
+			e.info.ID, e.owner, e.s.dialect.ts(now)).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: workers of %q: %w", e.info.ID, e.s.scrub(err))
+	}
+	return int(n.Int64), nil
+}

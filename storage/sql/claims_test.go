@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	dbsql "database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -716,6 +717,47 @@ func TestReuseLookup(t *testing.T) {
 		want := map[trial.Status]int{trial.FAILED: 1, trial.SUCCEEDED: 2, trial.PENDING: 2, trial.RUNNING: 1, trial.CANCELED: 1}
 		if diff := cmp.Diff(want, counts); diff != "" {
 			t.Errorf("Counts (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestWorkers(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := open(t, b.fresh(t))
+		exp, _, err := s.Experiment(ctx, storage.ExperimentInfo{ID: "w", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		driver := exp.WithOwner("driver", time.Minute)
+		w1 := exp.WithOwner("w1", time.Minute)
+		w2 := exp.WithOwner("w2", 50*time.Millisecond)
+		if err := exp.RegisterWorker(ctx, 2); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("registering without an owner: %v", err)
+		}
+		if err := w1.RegisterWorker(ctx, 0); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("registering 0 runners: %v", err)
+		}
+		for _, w := range []storage.Experiment{w1, w1, w2} { // registering again renews
+			if err := w.RegisterWorker(ctx, map[storage.Experiment]int{w1: 3, w2: 4}[w]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := driver.WorkerRunners(ctx); err != nil || n != 7 {
+			t.Errorf("WorkerRunners = %d, %v; want 7", n, err)
+		}
+		if n, _ := w1.WorkerRunners(ctx); n != 4 {
+			t.Errorf("a worker does not count itself: %d, want 4", n)
+		}
+		time.Sleep(120 * time.Millisecond) // w2's lease runs out
+		if n, _ := driver.WorkerRunners(ctx); n != 3 {
+			t.Errorf("after w2's lease expired: %d, want 3", n)
+		}
+		if err := w1.UnregisterWorker(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := driver.WorkerRunners(ctx); n != 0 {
+			t.Errorf("after w1 left: %d, want 0", n)
 		}
 	})
 }

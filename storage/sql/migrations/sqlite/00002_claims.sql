@@ -21,8 +21,19 @@ ALTER TABLE trial_output ADD COLUMN timed_out BOOLEAN NOT NULL DEFAULT FALSE;
 -- The unfinished trials of an experiment by id: what Claim, Heartbeat,
 -- PendingTrials and StopRequests scan.
 CREATE INDEX trial_unfinished_idx ON trial (exp_id, trial_id) WHERE ts_end IS NULL;
+-- The bench worker processes of an experiment, with how many trial runners
+-- each has, until when they are known to be alive (renewed by their
+-- heartbeat): the driver keeps that many trials queued for them.
+CREATE TABLE worker (
+    exp_id      TEXT NOT NULL REFERENCES experiment (exp_id),
+    owner       TEXT NOT NULL,
+    runners     INTEGER NOT NULL,
+    lease_until TIMESTAMP NOT NULL,
+    PRIMARY KEY (exp_id, owner)
+);
 
 -- +goose Down
+DROP TABLE worker;
 DROP INDEX trial_unfinished_idx;
 ALTER TABLE trial_output DROP COLUMN timed_out;
 ALTER TABLE experiment DROP COLUMN stop_requested;
