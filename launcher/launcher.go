@@ -155,6 +155,11 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 			return nil, err
 		}
 		r.Resumed = true
+		if si := r.Experiment.Info(); si.RootEnvConfig != info.RootEnvConfig || si.GitCommit != info.GitCommit {
+			r.log.Warn("bench worker: this worker's environment config or git commit differs from the driver's; its trials may not measure the same thing",
+				"experiment", r.ExperimentID, "driver_env", si.RootEnvConfig, "env", info.RootEnvConfig,
+				"driver_commit", si.GitCommit, "commit", info.GitCommit)
+		}
 	} else if r.Experiment, r.Resumed, err = r.Storage.Experiment(ctx, info); err != nil {
 		return nil, err
 	}
