@@ -488,13 +488,17 @@ func (c *conn) session(ctx context.Context) (*ssh.Session, error) {
 		return nil, fmt.Errorf("connection to %s lost: %w", c.t, io.ErrUnexpectedEOF)
 	}
 	wait := 20 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		sess, err := c.client.NewSession()
 		if err == nil {
 			return sess, nil
 		}
+		// OpenSSH refuses a session over its MaxSessions with "prohibited",
+		// or with "open failed" while it is still closing sessions this
+		// side already closed (seen under load): both pass.
 		var oe *ssh.OpenChannelError
-		if !errors.As(err, &oe) || oe.Reason != ssh.Prohibited {
+		retry := errors.As(err, &oe) && (oe.Reason == ssh.Prohibited || oe.Reason == ssh.ConnectionFailed && try < 20)
+		if !retry {
 			<-c.slots
 			return nil, err
 		}

@@ -252,22 +252,27 @@ func TestLeaseExpiry(t *testing.T) {
 		for i := range 3 {
 			mustTrial(t, exp, map[string]string{"i": fmt.Sprint(i)})
 		}
-		lost := exp.WithOwner("lost", 50*time.Millisecond)
+		// The other process is ready before the lease is taken, so that a
+		// loaded machine does not let the short lease run out before the
+		// first check.
+		other, err := open(t, cfg).LoadExperiment(ctx, "e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		heir := other.WithOwner("heir", time.Minute)
+		const lease = 400 * time.Millisecond
+		lost := exp.WithOwner("lost", lease)
+		claimed := time.Now()
 		if got := mustClaim(t, lost, 10); len(got) != 3 {
 			t.Fatalf("claimed %v", ids(got))
 		}
 		if err := lost.UpdateStatus(ctx, 1, trial.RUNNING, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		other, err := open(t, cfg).LoadExperiment(ctx, "e")
-		if err != nil {
-			t.Fatal(err)
-		}
-		heir := other.WithOwner("heir", time.Minute)
-		if got := mustClaim(t, heir, 10); len(got) != 0 {
+		if got := mustClaim(t, heir, 10); len(got) != 0 && time.Since(claimed) < lease {
 			t.Fatalf("claimed live trials %v", ids(got))
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(lease + 100*time.Millisecond)
 		got := mustClaim(t, heir, 10)
 		if diff := cmp.Diff([]int{1, 2, 3}, ids(got)); diff != "" {
 			t.Fatalf("claimed after the lease ran out (-want +got):\n%s", diff)
@@ -302,14 +307,16 @@ func TestLeaseExpiry(t *testing.T) {
 		// A heartbeating owner with a short lease keeps its trials while
 		// another process keeps trying to claim them.
 		mustTrial(t, exp, map[string]string{"i": "live"})
-		live := exp.WithOwner("live", 300*time.Millisecond)
+		// The lease is short next to the time the thief tries, long next
+		// to the heartbeat period, even on a loaded machine.
+		live := exp.WithOwner("live", time.Second)
 		if got := mustClaim(t, live, 10); len(got) != 1 {
 			t.Fatalf("claimed %v", ids(got))
 		}
 		stop := make(chan struct{})
 		beats := make(chan error, 1)
 		go func() {
-			tick := time.NewTicker(20 * time.Millisecond)
+			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
 			for {
 				select {
@@ -325,7 +332,7 @@ func TestLeaseExpiry(t *testing.T) {
 			}
 		}()
 		thief := other.WithOwner("thief", time.Minute)
-		for end := time.Now().Add(700 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			if got := mustClaim(t, thief, 10); len(got) != 0 {
 				t.Fatalf("claimed a live owner's trials %v", ids(got))
 			}
@@ -731,7 +738,7 @@ func TestWorkers(t *testing.T) {
 		}
 		driver := exp.WithOwner("driver", time.Minute)
 		w1 := exp.WithOwner("w1", time.Minute)
-		w2 := exp.WithOwner("w2", 50*time.Millisecond)
+		w2 := exp.WithOwner("w2", 500*time.Millisecond)
 		if err := exp.RegisterWorker(ctx, 2); !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("registering without an owner: %v", err)
 		}
@@ -749,7 +756,7 @@ func TestWorkers(t *testing.T) {
 		if n, _ := w1.WorkerRunners(ctx); n != 4 {
 			t.Errorf("a worker does not count itself: %d, want 4", n)
 		}
-		time.Sleep(120 * time.Millisecond) // w2's lease runs out
+		time.Sleep(600 * time.Millisecond) // w2's lease runs out
 		if n, _ := driver.WorkerRunners(ctx); n != 3 {
 			t.Errorf("after w2's lease expired: %d, want 3", n)
 		}
