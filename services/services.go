@@ -55,6 +55,15 @@ type LineResult struct {
 	TimedOut  bool
 	Start     time.Time // when the line started (zero when unknown)
 	Duration  time.Duration
+	// UserCPU and SysCPU are the CPU time the line's processes used, and
+	// MaxRSSBytes the peak resident memory of the largest of them, from the
+	// line's wait4 rusage: they include the descendants that were waited
+	// for, not processes that detached (double-forked) and outlived it.
+	// LocalExec fills them on Linux; they are zero elsewhere and for
+	// remote commands.
+	UserCPU     time.Duration
+	SysCPU      time.Duration
+	MaxRSSBytes int64
 }
 
 // ExecResult is the outcome of an ExecRequest or a remote script.

@@ -450,3 +450,61 @@ func TestInitialValues(t *testing.T) {
 		t.Errorf("out-of-range value: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestBuiltInMeasurementAsTarget optimizes the built-in wall time of the
+// run phase (bench.<env>.run.wall_s) of a script that sleeps longer for a
+// larger xv, and checks bench results shows it for every trial.
+func TestBuiltInMeasurementAsTarget(t *testing.T) {
+	dir := experiment(t, `sleep "$(awk "BEGIN { print $xv / 400 }")"`)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "FLAML", "max_suggestions": 8, "seed": 1,
+		           "optimization_targets": {"bench.e2e.run.wall_s": "min"}}}`, 0o644)
+	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "WALL", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var sum struct {
+		Trials, Succeeded int
+		BestScores        map[string]any `json:"best_scores"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, r.stdout)
+	}
+	if sum.Trials != 8 || sum.Succeeded != 8 {
+		t.Errorf("summary %+v", sum)
+	}
+	if _, ok := sum.BestScores["bench.e2e.run.wall_s"]; !ok {
+		t.Errorf("best scores %v lack the built-in wall time", sum.BestScores)
+	}
+	if tab := runBench(t, dir, "results"); tab.code != 0 || !strings.Contains(tab.stdout, "bench.e2e.run.wall_s") {
+		t.Errorf("results: exit %d\n%s%s", tab.code, tab.stdout, tab.stderr)
+	}
+	rows := csvRows(t, runBench(t, dir, "results", "--format", "csv").stdout)
+	if len(rows) != 8 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	var minX, maxX float64 = 101, -1
+	var wallMinX, wallMaxX float64
+	for _, row := range rows {
+		x, wall := atof(t, row["config.xv"]), atof(t, row["result.bench.e2e.run.wall_s"])
+		// The script sleeps xv/400 s; it also starts a shell and awk.
+		if wall < x/400 || wall > x/400+0.5 {
+			t.Errorf("trial %s: xv %v, wall %v s", row["trial"], x, wall)
+		}
+		if _, ok := row["result.bench.e2e.run.cpu_user_s"]; !ok {
+			t.Errorf("trial %s: no CPU time column in %v", row["trial"], row)
+		}
+		if x < minX {
+			minX, wallMinX = x, wall
+		}
+		if x > maxX {
+			maxX, wallMaxX = x, wall
+		}
+	}
+	if maxX-minX >= 20 && wallMinX >= wallMaxX {
+		t.Errorf("xv %v took %v s, xv %v took %v s", minX, wallMinX, maxX, wallMaxX)
+	}
+	if atof(t, fmt.Sprint(sum.BestScores["bench.e2e.run.wall_s"])) > wallMinX+0.01 {
+		t.Errorf("best wall %v, but xv %v took %v s", sum.BestScores["bench.e2e.run.wall_s"], minX, wallMinX)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/benchtune/bench/configs"
@@ -206,4 +207,20 @@ func Trial(t testing.TB, env environments.Environment, tun *tunables.Groups, glo
 	}
 	res := env.Run(ctx)
 	return res, env.Status(ctx)
+}
+
+// WithoutMeasurements returns the results without the built-in
+// measurements (the names starting with "bench."), for tests that compare
+// the results the scripts produce. It returns nil for nil.
+func WithoutMeasurements(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !strings.HasPrefix(k, "bench.") {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -48,7 +48,7 @@ func init() {
 }
 
 // localKeys are LocalEnv's own config keys (beyond the script keys).
-var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file"}
+var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey}
 
 type rawLocal struct {
 	TempDir           *string       `json:"temp_dir"`
@@ -56,6 +56,7 @@ type rawLocal struct {
 	DumpMetaFile      *string       `json:"dump_meta_file"`
 	ReadResultsFile   *string       `json:"read_results_file"`
 	ReadTelemetryFile *string       `json:"read_telemetry_file"`
+	Measurements      *bool         `json:"bench_measurements"`
 	Upload            []rawTransfer `json:"upload"`
 	Download          []rawTransfer `json:"download"`
 }
@@ -75,6 +76,7 @@ type Env struct {
 	dumpMeta      string
 	readResults   string
 	readTelemetry string
+	measureCfg    *bool // bench_measurements in the config; nil: not given
 	loader        *configs.Loader
 	log           *slog.Logger
 
@@ -87,6 +89,11 @@ type Env struct {
 	tempDir string
 	cleanup func() error
 	ready   bool
+	// measure is whether the built-in measurements are on for the trial
+	// being set up; setupUsage is what its setup script used (nil: no
+	// setup script, or not measuring).
+	measure    bool
+	setupUsage *usage
 }
 
 var _ environments.Environment = (*Env)(nil)
@@ -131,6 +138,7 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 		dumpMeta:      deref(raw.DumpMetaFile),
 		readResults:   deref(raw.ReadResultsFile),
 		readTelemetry: deref(raw.ReadTelemetryFile),
+		measureCfg:    raw.Measurements,
 		fileShare:     fileShare,
 		log:           slog.Default().With("env", spec.Name),
 	}
@@ -243,6 +251,13 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 	if err := e.SetupParams(tun, globals); err != nil {
 		return err
 	}
+	measure, err := e.measuring(globals)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.who(), err)
+	}
+	e.mu.Lock()
+	e.measure, e.setupUsage = measure, nil
+	e.mu.Unlock()
 	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
 	defer cancel()
@@ -256,6 +271,12 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 		}
 		if res.ExitCode != 0 {
 			return fmt.Errorf("%s: setup failed: %s", e.who(), script.ExitReason(res))
+		}
+		if measure {
+			u := phaseUsage(res.Lines)
+			e.mu.Lock()
+			e.setupUsage = &u
+			e.mu.Unlock()
 		}
 	}
 	if e.fileShare {
@@ -295,7 +316,10 @@ func (e *Env) runLines(ctx context.Context, phase, dir string) (services.ExecRes
 
 // Run runs the run script (LocalFileShareEnv: after downloading the
 // files), then reads results_stdout_pattern matches from its output and
-// the read_results_file CSV; the file's values override the output's.
+// the read_results_file CSV; the file's values override the output's. A
+// successful run adds the built-in measurements of the setup and run
+// phases (see measure.go and docs/measurements.md) unless they are turned
+// off; a result of the scripts with the same name wins.
 func (e *Env) Run(ctx context.Context) environments.Result {
 	dir, ready := e.state()
 	if !ready || dir == "" {
@@ -314,6 +338,7 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		}
 	}
 	metrics := map[string]any{}
+	var runUsage *usage
 	if len(e.script.Run) > 0 {
 		res, err := e.runLines(ctx, "run", dir)
 		if err != nil {
@@ -324,6 +349,8 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 				Reason: fmt.Sprintf("%s: run failed: %s", e.who(), script.ExitReason(res))}
 		}
 		metrics = script.ParseStdout(e.script.Pattern, res.Stdout)
+		u := phaseUsage(res.Lines)
+		runUsage = &u
 	}
 	if e.readResults != "" {
 		path := e.resolve(e.readResults, dir)
@@ -341,6 +368,12 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 				Reason: fmt.Sprintf("%s: results file %s: %v", e.who(), path, err)}
 		}
 		maps.Copy(metrics, vals)
+	}
+	e.mu.Lock()
+	measure, setupUsage := e.measure, e.setupUsage
+	e.mu.Unlock()
+	if measure {
+		e.addMeasurements(metrics, setupUsage, runUsage)
 	}
 	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
 }

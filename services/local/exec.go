@@ -352,10 +352,12 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 	errR.Close()
 
 	lr.ExitCode = exitCode(cmd.ProcessState)
+	lr.UserCPU, lr.SysCPU, lr.MaxRSSBytes = usage(cmd.ProcessState)
 	lr.Stdout = outCap.String()
 	lr.Stderr = errCap.String()
 	lr.Truncated = outCap.Truncated() || errCap.Truncated()
 	log.Debug("local exec: done", "line", idx+1, "exit_code", lr.ExitCode, "duration", lr.Duration,
+		"cpu_user", lr.UserCPU, "cpu_sys", lr.SysCPU, "max_rss_bytes", lr.MaxRSSBytes,
 		"stdout_bytes", outCap.Total(), "stderr_bytes", errCap.Total())
 	return lr, runErr
 }

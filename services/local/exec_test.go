@@ -78,8 +78,12 @@ func TestLocalExecLines(t *testing.T) {
 		if res.Lines[i].Start.IsZero() {
 			t.Errorf("line %d: no start time", i)
 		}
+		if runtime.GOOS == "linux" && res.Lines[i].MaxRSSBytes <= 0 {
+			t.Errorf("line %d: max RSS %d", i, res.Lines[i].MaxRSSBytes)
+		}
 		res.Lines[i].Duration = 0
 		res.Lines[i].Start = time.Time{}
+		res.Lines[i].UserCPU, res.Lines[i].SysCPU, res.Lines[i].MaxRSSBytes = 0, 0, 0
 	}
 	if diff := cmp.Diff(want, res.Lines); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
