@@ -71,6 +71,10 @@ type Config struct {
 	// IdleTimeout stops a trial as TIMED_OUT when it printed nothing and
 	// wrote no telemetry for this long (trial_idle_timeout; 0: off).
 	IdleTimeout time.Duration
+	// TelemetryInterval samples the CPU time and memory of a trial's
+	// processes into its telemetry this often (telemetry_interval; 0: off;
+	// see services.Sampler).
+	TelemetryInterval time.Duration
 	// Reuse reuses the result of a trial of the same configuration and
 	// repeat that already SUCCEEDED in the experiment (reuse, default
 	// true; --no-reuse turns it off).
@@ -108,6 +112,7 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"max_failed_trials":         int64(0),
 		"fail_fast":                 int64(3),
 		"trial_idle_timeout":        int64(0),
+		"telemetry_interval":        int64(0),
 		"reuse":                     true,
 		"reuse_from":                "",
 		"queue_ahead":               int64(0),
@@ -197,7 +202,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	durs := []struct {
 		key string
 		dst *time.Duration
-	}{{"trial_idle_timeout", &out.IdleTimeout}, {"trial_lease", &out.Lease}}
+	}{{"trial_idle_timeout", &out.IdleTimeout}, {"trial_lease", &out.Lease}, {"telemetry_interval", &out.TelemetryInterval}}
 	for _, it := range durs {
 		d, err := toDuration(cfg[it.key])
 		if err != nil {

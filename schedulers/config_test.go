@@ -32,6 +32,10 @@ func TestDecodeConfig(t *testing.T) {
 		{"durations and flags", "", nil, map[string]any{"trial_idle_timeout": "10m", "trial_lease": int64(5), "reuse": false, "gpus": "0,1"}, func(c Config) bool {
 			return c.IdleTimeout == 10*time.Minute && c.Lease == 5*time.Second && !c.Reuse && c.GPUs == "0,1"
 		}},
+		{"telemetry interval off by default", "", nil, nil, func(c Config) bool { return c.TelemetryInterval == 0 }},
+		{"telemetry interval from a global", "", nil, map[string]any{"telemetry_interval": "250ms"}, func(c Config) bool {
+			return c.TelemetryInterval == 250*time.Millisecond
+		}},
 	}
 	for _, tc := range ok {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +59,7 @@ func TestDecodeConfig(t *testing.T) {
 		{"zero runners", "", map[string]any{"num_trial_runners": int64(0)}, "num_trial_runners must be >= 1"},
 		{"negative retries", "", map[string]any{"max_retries": int64(-1)}, "max_retries must be >= 0"},
 		{"bad duration", "", map[string]any{"trial_idle_timeout": "soon"}, "trial_idle_timeout"},
+		{"bad telemetry interval", "", map[string]any{"telemetry_interval": "often"}, "telemetry_interval"},
 		{"bad flag", "", map[string]any{"reuse": "maybe"}, "reuse must be true or false"},
 		{"bad experiment id", "", map[string]any{"experiment_id": "a b"}, "experiment_id"},
 	}

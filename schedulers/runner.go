@@ -30,6 +30,9 @@ type Spec struct {
 	// Activity is touched by the trial's output and telemetry (hang
 	// detection); nil when not watched.
 	Activity *services.Activity
+	// TelemetryInterval samples the CPU time and memory of the trial's
+	// processes into its telemetry this often (0: off; services.Sampler).
+	TelemetryInterval time.Duration
 }
 
 // Handle identifies a trial that runs outside bench's process (a batch job,
@@ -84,7 +87,9 @@ func (r *LocalRunner) Close() error { return nil }
 // Run runs one trial: open the environment, set it up with the trial's
 // configuration and globals, run it, read its status and telemetry, close
 // it. Failures of any step become the trial's status and reason; the
-// captured output of every command is kept.
+// captured output of every command is kept. With spec.TelemetryInterval,
+// the CPU time and memory of the trial's local processes are sampled
+// (services.Sampler) and appended to the outcome's telemetry.
 func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
@@ -97,7 +102,16 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	if spec.Activity != nil {
 		ctx = services.WithActivity(ctx, spec.Activity)
 	}
+	var sampler *services.Sampler
+	if spec.TelemetryInterval > 0 {
+		sampler = services.NewSampler(spec.TelemetryInterval)
+		ctx = services.WithSampler(ctx, sampler)
+	}
 	defer func() {
+		// The periodic samples (of every step, closing included) follow
+		// the environment's own telemetry.
+		sampler.Close()
+		out.Telemetry = append(out.Telemetry, sampler.Samples()...)
 		out.Output = rec.Outputs()
 		if out.Ts.IsZero() {
 			out.Ts = time.Now().UTC()

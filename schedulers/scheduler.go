@@ -893,6 +893,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		j.act = services.NewActivity()
 		spec.Activity = j.act
 	}
+	spec.TelemetryInterval = s.cfg.TelemetryInterval
 	jctx, cancel := context.WithCancelCause(ctx)
 	j.cancel = cancel
 	d.running[t.ID] = j

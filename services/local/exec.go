@@ -107,7 +107,8 @@ func (s *LocalExecService) Rewrite(line string) string { return s.res.rewrite(li
 // CUDA_VISIBLE_DEVICES by accident). With services.CPUAffinityFrom(ctx),
 // each line's shell starts pinned to those cores, and so does everything
 // it starts. Every chunk of output read from a line (and the start of each
-// line) touches services.ActivityFrom(ctx). With abort_on_error (the
+// line) touches services.ActivityFrom(ctx). While a line's shell runs, its
+// process group is registered with services.SamplerFrom(ctx). With abort_on_error (the
 // default) it stops at the first line that exits non-zero. ExitCode is
 // that of the last line run. A line that runs past req.LineTimeout, or past the context's
 // deadline, has its whole process group killed and the error wraps
@@ -129,7 +130,7 @@ func (s *LocalExecService) LocalExec(ctx context.Context, req services.ExecReque
 	if err := checkCores(pin); err != nil {
 		return res, err
 	}
-	shared := lineRun{env: env, timeout: req.LineTimeout, pin: pin, activity: services.ActivityFrom(ctx)}
+	shared := lineRun{env: env, timeout: req.LineTimeout, pin: pin, activity: services.ActivityFrom(ctx), sampler: services.SamplerFrom(ctx)}
 	dir := req.Dir
 	if dir == "" {
 		d, cleanup, terr := s.TempDir(ctx, "local-exec")
@@ -255,6 +256,7 @@ type lineRun struct {
 	live     *liveWriter
 	pin      []int              // CPU cores; nil: not pinned
 	activity *services.Activity // nil-safe
+	sampler  *services.Sampler  // nil-safe
 }
 
 // runLine runs one line with /bin/sh -c in a new process group.
@@ -300,7 +302,9 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 		return lr, fmt.Errorf("local exec: cannot run line %d %q: %w", idx+1, shortLine(line), err)
 	}
 	pgid := cmd.Process.Pid
-
+	// The line's process group is sampled (periodic telemetry) while its
+	// shell runs.
+	run.sampler.Register(pgid)
 	outCap := capture.Limit(s.cfg.MaxOutputBytes)
 	errCap := capture.Limit(s.cfg.MaxOutputBytes)
 	var readers sync.WaitGroup
@@ -333,6 +337,7 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 		}
 	}
 	<-waitDone
+	run.sampler.Unregister(pgid)
 	lr.Duration = time.Since(start)
 
 	// Wait for the output to end; background processes that inherited the
