@@ -18,9 +18,10 @@ type Summary struct {
 	Succeeded    int               `json:"succeeded"`
 	Failed       int               `json:"failed"`
 	Pending      int               `json:"pending"`
-	Retried      int               `json:"retried,omitempty"` // failed attempts that were retried
-	Reused       int               `json:"reused,omitempty"`  // trials that reused an identical trial's result
-	RunNow       int               `json:"run_now"`           // trials run by this process
+	Canceled     int               `json:"canceled,omitempty"` // stopped on request (bench stop)
+	Retried      int               `json:"retried,omitempty"`  // failed attempts that were retried
+	Reused       int               `json:"reused,omitempty"`   // trials that reused an identical trial's result
+	RunNow       int               `json:"run_now"`            // trials run by this process
 	Planned      int               `json:"planned"`
 	BestTrial    int               `json:"best_trial,omitempty"`
 	BestConfig   map[string]string `json:"best_config,omitempty"`
@@ -70,6 +71,8 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 			s.Pending++
 		case t.Status == trial.SUCCEEDED:
 			s.Succeeded++
+		case t.Status == trial.CANCELED:
+			s.Canceled++
 		case lastAttempt[root] != t.ID:
 			s.Retried++
 		default:
@@ -84,7 +87,7 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 			s.BestScores[tg.Name] = best.Results[tg.Name]
 		}
 	}
-	finished := s.Succeeded + s.Failed
+	finished := s.Succeeded + s.Failed + s.Canceled
 	switch {
 	case finished == 0:
 		s.Problems = append(s.Problems, "no trial ran")
@@ -94,8 +97,8 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	if finished > 0 && s.BestTrial == 0 {
 		s.Problems = append(s.Problems, "no trial succeeded with numeric values for the optimization targets")
 	}
-	if finished > 0 && float64(s.Failed) > 0.2*float64(finished) {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d trials did not succeed", s.Failed, finished))
+	if finished > 0 && float64(s.Failed+s.Canceled) > 0.2*float64(finished) {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d trials did not succeed", s.Failed+s.Canceled, finished))
 	}
 	return s, nil
 }

@@ -176,7 +176,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 		{"cores_per_slot", &out.CoresPerSlot, 0},
 	}
 	for _, it := range ints {
-		v, ok := ToInt(cfg[it.key])
+		v, ok := toInt(cfg[it.key])
 		switch {
 		case !ok:
 			bad(it.key, "%s must be an integer, got %v", it.key, configs.PyStr(cfg[it.key]))
@@ -226,9 +226,9 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	return out, nil
 }
 
-// ToInt reads an integer config value: a JSON integer, an integral float or
+// toInt reads an integer config value: a JSON integer, an integral float or
 // a string holding an integer (globals from files and the command line).
-func ToInt(v any) (int, bool) {
+func toInt(v any) (int, bool) {
 	switch x := v.(type) {
 	case int64:
 		return int(x), true

@@ -183,9 +183,6 @@ func (s *Scheduler) Stats() Stats { return s.stats }
 // Optimizer returns the scheduler's optimizer.
 func (s *Scheduler) Optimizer() optimizers.Optimizer { return s.opt }
 
-// Owner returns the name this process owns trials under.
-func (s *Scheduler) Owner() string { return s.o.Owner }
-
 func (s *Scheduler) planned() int {
 	if s.o.Worker {
 		return 0
@@ -332,6 +329,8 @@ type dispatch struct {
 	lastBeat   time.Time
 	lastStop   time.Time
 	lastClaim  time.Time
+	lastCount  time.Time // countTrials' last scan
+	lastPoll   time.Time // pollOthers' last scan
 	stopErr    error
 	noMore     bool // the optimizer has nothing more to suggest
 	retryCount map[int]int
@@ -665,6 +664,12 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 }
 
 func (d *dispatch) countTrials(ctx context.Context) (int, error) {
+	// Reading every trial is a scan: at most once a second.
+	now := time.Now()
+	if now.Sub(d.lastCount) < time.Second {
+		return d.trialCount, nil
+	}
+	d.lastCount = now
 	all, err := d.s.exp.Trials(ctx, storage.TrialFilter{})
 	if err != nil {
 		return 0, err
@@ -1148,7 +1153,8 @@ func (d *dispatch) tick(ctx context.Context) error {
 			}
 		}
 	}
-	if d.others && !s.o.Worker {
+	if d.others && !s.o.Worker && (now.Sub(d.lastPoll) >= time.Second || len(d.running) == 0) {
+		d.lastPoll = now
 		if err := d.pollOthers(ctx); err != nil {
 			return err
 		}
@@ -1229,8 +1235,9 @@ func (d *dispatch) detectOthers(ctx context.Context) {
 // errStopRequested is the cause of a trial stopped by bench stop.
 var errStopRequested = errors.New("stopped on request (bench stop)")
 
-// errStopExperiment marks a run ended by bench stop EXPERIMENT.
-var errStopExperiment = errors.New("the experiment was stopped")
+// errStopExperiment marks a run ended by bench stop EXPERIMENT (its text
+// is empty: the message says it already).
+var errStopExperiment = errors.New("")
 
 // stopRequests cancels the trials bench stop asked to stop.
 func (d *dispatch) stopRequests(ctx context.Context) error {
@@ -1279,7 +1286,7 @@ func (d *dispatch) stopRequests(ctx context.Context) error {
 	}
 	d.queue = keep
 	if all && d.stopErr == nil {
-		d.stopErr = fmt.Errorf("%w on request (bench stop %s): %w", ErrStopped, s.cfg.ExperimentID, errStopExperiment)
+		d.stopErr = fmt.Errorf("%w on request (bench stop %s)%w", ErrStopped, s.cfg.ExperimentID, errStopExperiment)
 	}
 	return nil
 }

@@ -245,6 +245,9 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) 
 	if s.Pending > 0 {
 		fmt.Fprintf(w, ", %d pending", s.Pending)
 	}
+	if s.Canceled > 0 {
+		fmt.Fprintf(w, ", %d canceled", s.Canceled)
+	}
 	if s.Retried > 0 {
 		fmt.Fprintf(w, ", %d retried", s.Retried)
 	}
