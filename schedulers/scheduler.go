@@ -348,6 +348,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		return nil, err
 	}
 	suggestions := 0
+	last := lastAttempts(all)
 	var priors []optimizers.Prior
 	for _, t := range all {
 		d.keys[t.ConfigHash+"|"+t.Metadata["repeat_i"]] = true
@@ -368,7 +369,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		case trial.SUCCEEDED:
 			d.succeeded++
 		case trial.FAILED, trial.TIMED_OUT:
-			if !d.retriedLater(all, t) {
+			if !retriedLater(last, t) {
 				d.failed++
 			}
 		}
@@ -420,18 +421,27 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	return d, nil
 }
 
-// retriedLater reports whether a failed trial has a retry.
-func (d *dispatch) retriedLater(all []storage.Trial, t storage.Trial) bool {
+// lastAttempts maps each trial's first attempt to the id of its last
+// attempt (retries are stored with retry_of naming the first attempt).
+func lastAttempts(all []storage.Trial) map[int]int {
+	last := make(map[int]int, len(all))
+	for _, t := range all {
+		root := t.ID
+		if t.RetryOf != 0 {
+			root = t.RetryOf
+		}
+		last[root] = max(last[root], t.ID)
+	}
+	return last
+}
+
+// retriedLater reports whether a trial has a later attempt.
+func retriedLater(last map[int]int, t storage.Trial) bool {
 	root := t.ID
 	if t.RetryOf != 0 {
 		root = t.RetryOf
 	}
-	for _, u := range all {
-		if u.RetryOf == root && u.ID > t.ID {
-			return true
-		}
-	}
-	return false
+	return last[root] > t.ID
 }
 
 func stringValues(m map[string]string) map[string]any {
@@ -1308,6 +1318,7 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	last := lastAttempts(all)
 	others := false
 	for _, t := range all {
 		if !t.Finished() {
@@ -1329,7 +1340,7 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 			continue
 		}
 		out := trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results), FailureReason: t.FailureReason}
-		if t.Status.IsFailed() && d.retriedLater(all, t) {
+		if t.Status.IsFailed() && retriedLater(last, t) {
 			d.observed[t.ID] = true
 			continue
 		}
