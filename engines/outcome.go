@@ -1,0 +1,46 @@
+package engines
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/benchtune/bench/trial"
+)
+
+// wireOutcome is the outcome file's JSON:
+//
+//	{"status": "SUCCEEDED", "ts": "2026-...Z", "results": {"score": 1.5},
+//	 "telemetry": [{"ts": ..., "metric": ..., "value": ...}],
+//	 "output": [...], "failure_reason": ""}
+type wireOutcome struct {
+	Status        string            `json:"status"`
+	Ts            time.Time         `json:"ts,omitzero"`
+	Results       map[string]any    `json:"results,omitempty"`
+	Telemetry     []trial.Telemetry `json:"telemetry,omitempty"`
+	Output        []trial.Output    `json:"output,omitempty"`
+	FailureReason string            `json:"failure_reason,omitempty"`
+}
+
+// EncodeOutcome returns an outcome's JSON (the outcome file).
+func EncodeOutcome(o trial.Outcome) ([]byte, error) {
+	return json.Marshal(wireOutcome{Status: o.Status.String(), Ts: o.Ts, Results: o.Results,
+		Telemetry: o.Telemetry, Output: o.Output, FailureReason: o.FailureReason})
+}
+
+// DecodeOutcome reads an outcome file. Its status must be final.
+func DecodeOutcome(b []byte) (trial.Outcome, error) {
+	var w wireOutcome
+	if err := json.Unmarshal(b, &w); err != nil {
+		return trial.Outcome{}, fmt.Errorf("outcome file: %w", err)
+	}
+	st, err := trial.ParseStatus(w.Status)
+	if err != nil {
+		return trial.Outcome{}, fmt.Errorf("outcome file: %w", err)
+	}
+	if !st.IsCompleted() {
+		return trial.Outcome{}, fmt.Errorf("outcome file: status %s is not final", st)
+	}
+	return trial.Outcome{Status: st, Ts: w.Ts, Results: w.Results, Telemetry: w.Telemetry,
+		Output: w.Output, FailureReason: w.FailureReason}, nil
+}
