@@ -132,3 +132,11 @@ type Engine interface {
 // unreachable host): Runner submits again at once, and the engine is
 // expected to choose another place.
 var ErrRetryElsewhere = errors.New("retry elsewhere")
+
+// PilotSubmitter is implemented by engines that can start pilot workers:
+// count jobs that each run argv (a `bench worker ...` command line) until
+// it exits (a Slurm job array, a Batch array job, a process per host
+// slot). bench pilots uses it.
+type PilotSubmitter interface {
+	SubmitPilots(ctx context.Context, name string, argv []string, count int) ([]Ref, error)
+}
