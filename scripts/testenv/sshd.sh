@@ -4,8 +4,12 @@
 #   sshd.sh up DIR    install openssh-server/-client if missing, generate
 #                     throwaway host and client keys under DIR/sshd, start
 #                     /usr/sbin/sshd on a free 127.0.0.1 port and print
-#                     `export BENCH_TEST_SSH_*=...` lines on stdout
-#   sshd.sh down DIR  stop that sshd
+#                     `export BENCH_TEST_SSH_*=...` lines on stdout; then
+#                     start a second sshd (DIR/sshd2, its own host key, the
+#                     same user and client key) on another port, exported as
+#                     BENCH_TEST_SSH_PORT2, so that tests have two hosts
+#                     (both host keys are in BENCH_TEST_SSH_KNOWN_HOSTS)
+#   sshd.sh down DIR  stop both sshd
 #
 # When run as root, logins go to a throwaway unprivileged user `benchssh`
 # (created if missing, with no password and no sudo rights; it is left in
@@ -24,8 +28,16 @@ dir=${2:-}
 
 sdir="$dir/sshd"
 pidfile="$sdir/sshd.pid"
+sdir2="$dir/sshd2"
+pidfile2="$sdir2/sshd.pid"
 
 stop() {
+  stop_one "$sdir2" "$pidfile2"
+  stop_one "$sdir" "$pidfile"
+}
+
+stop_one() {
+  local sdir=$1 pidfile=$2
   [ -f "$pidfile" ] || { log "no sshd pid file in $sdir; nothing to stop"; return 0; }
   local pid
   pid=$(cat "$pidfile")
@@ -119,7 +131,61 @@ up() {
     die "user $user cannot read $sdir/authorized_keys: DIR and its parents must be world-traversable (mode o+x)"
   fi
 
-  local port started=0
+  local port
+  port=$(start_sshd "$sdir" "$pidfile" "$user")
+
+  printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$sdir/hostkey.pub")" >"$sdir/known_hosts"
+  chmod 600 "$sdir/clientkey"
+
+  # The second host: its own host key, the same login and client key.
+  mkdir -p "$sdir2"
+  chmod 755 "$sdir2"
+  if [ -f "$pidfile2" ] && kill -0 "$(cat "$pidfile2")" 2>/dev/null; then
+    stop_one "$sdir2" "$pidfile2"
+  fi
+  rm -f "$sdir2"/hostkey*
+  ssh-keygen -q -t ed25519 -N '' -C bench-test-host2 -f "$sdir2/hostkey"
+  cp "$sdir/authorized_keys" "$sdir2/authorized_keys"
+  chmod 644 "$sdir2/authorized_keys"
+  local port2
+  port2=$(start_sshd "$sdir2" "$pidfile2" "$user")
+  printf '[127.0.0.1]:%s %s\n' "$port2" "$(cut -d' ' -f1,2 "$sdir2/hostkey.pub")" >>"$sdir/known_hosts"
+
+  # Check a real login on each before handing out the coordinates.
+  check_login "$port" "$user" "$sdir"
+  log "sshd listening on 127.0.0.1:$port (pid $(cat "$pidfile")), login user $user"
+  check_login "$port2" "$user" "$sdir2"
+  log "second sshd listening on 127.0.0.1:$port2 (pid $(cat "$pidfile2"))"
+
+  cat <<EOF
+export BENCH_TEST_SSH_HOST=127.0.0.1
+export BENCH_TEST_SSH_PORT=$port
+export BENCH_TEST_SSH_USER=$user
+export BENCH_TEST_SSH_KEY=$sdir/clientkey
+export BENCH_TEST_SSH_KNOWN_HOSTS=$sdir/known_hosts
+export BENCH_TEST_SSH_PORT2=$port2
+EOF
+}
+
+# check_login PORT USER LOGDIR: a real login with the client key.
+check_login() {
+  local port=$1 user=$2 ldir=$3 ok=0
+  for _ in $(seq 1 30); do
+    if ssh -q -i "$sdir/clientkey" -p "$port" -o BatchMode=yes -o IdentitiesOnly=yes \
+      -o UserKnownHostsFile="$sdir/known_hosts" -o StrictHostKeyChecking=yes \
+      -o ConnectTimeout=5 "$user@127.0.0.1" true </dev/null >&2; then
+      ok=1
+      break
+    fi
+    sleep 0.2
+  done
+  [ "$ok" = 1 ] || die "sshd runs on port $port but a test login as $user failed; see $ldir/sshd.log"
+}
+
+# start_sshd SDIR PIDFILE USER: start sshd with SDIR's host key and
+# authorized_keys on a free port; print the port (logs go to stderr).
+start_sshd() {
+  local sdir=$1 pidfile=$2 user=$3 port started=0
   for _ in $(seq 1 10); do
     port=$(free_port)
     cat >"$sdir/sshd_config" <<EOF
@@ -154,30 +220,8 @@ EOF
   done
   [ "$started" = 1 ] || die "could not start sshd; see $sdir/sshd.log"
 
-  printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$sdir/hostkey.pub")" >"$sdir/known_hosts"
-  chmod 600 "$sdir/clientkey"
-
-  # Check a real login before handing out the coordinates.
-  local ok=0
-  for _ in $(seq 1 30); do
-    if ssh -q -i "$sdir/clientkey" -p "$port" -o BatchMode=yes -o IdentitiesOnly=yes \
-      -o UserKnownHostsFile="$sdir/known_hosts" -o StrictHostKeyChecking=yes \
-      -o ConnectTimeout=5 "$user@127.0.0.1" true </dev/null >&2; then
-      ok=1
-      break
-    fi
-    sleep 0.2
-  done
-  [ "$ok" = 1 ] || die "sshd runs on port $port but a test login as $user failed; see $sdir/sshd.log"
-  log "sshd listening on 127.0.0.1:$port (pid $(cat "$pidfile")), login user $user"
-
-  cat <<EOF
-export BENCH_TEST_SSH_HOST=127.0.0.1
-export BENCH_TEST_SSH_PORT=$port
-export BENCH_TEST_SSH_USER=$user
-export BENCH_TEST_SSH_KEY=$sdir/clientkey
-export BENCH_TEST_SSH_KNOWN_HOSTS=$sdir/known_hosts
-EOF
+  [ "$started" = 1 ] || die "could not start sshd; see $sdir/sshd.log"
+  echo "$port"
 }
 
 case "$cmd" in
