@@ -1,7 +1,8 @@
 package launcher
 
-// Every environment and service class, registered by its package.
+// Every environment, service and engine class, registered by its package.
 import (
+	_ "github.com/benchtune/bench/engines/sshpool"
 	_ "github.com/benchtune/bench/environments/all"
 	_ "github.com/benchtune/bench/services/aws"
 	_ "github.com/benchtune/bench/services/azure"

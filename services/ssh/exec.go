@@ -352,7 +352,12 @@ var errOpTimeout = errors.New("the host did not answer in time")
 // withOpTimeout runs op with a bound; SFTP calls take no context, so a
 // hung operation is ended by closing its connection.
 func (r *run) withOpTimeout(ctx context.Context, c *conn, op func(context.Context, *conn) error) error {
-	octx, cancel := context.WithTimeoutCause(ctx, r.svc.tuning.opTimeout, errOpTimeout)
+	return withOpTimeout(ctx, c, r.svc.tuning.opTimeout, op)
+}
+
+// withOpTimeout runs op on c, closing c when op takes longer than d.
+func withOpTimeout(ctx context.Context, c *conn, d time.Duration, op func(context.Context, *conn) error) error {
+	octx, cancel := context.WithTimeoutCause(ctx, d, errOpTimeout)
 	defer cancel()
 	stop := context.AfterFunc(octx, func() {
 		if errors.Is(context.Cause(octx), errOpTimeout) {
