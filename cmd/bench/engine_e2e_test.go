@@ -157,3 +157,76 @@ if [ "$xv" = 50 ]; then echo "boom on purpose" >&2; exit 3; fi`)
 		t.Errorf("the relaunch changed the request:\n%s\n%s", a, b)
 	}
 }
+
+// TestEngineSharedStorageAndPilots, with PostgreSQL storage:
+//   - jobs of the local engine store their outcome themselves (the far
+//     side reaches the database) and the driver takes it from there: every
+//     trial stored once;
+//   - bench pilots starts two bench workers as engine jobs; they claim
+//     trials the driver queues, and exit when the experiment is over.
+func TestEngineSharedStorageAndPilots(t *testing.T) {
+	const n = 8
+	dir := engineExperiment(t, n, 2, "0.3")
+	st, db := freshPostgresStorage(t, dir)
+	pg := func(q string) string {
+		for i := 1; strings.Contains(q, "?"); i++ {
+			q = strings.Replace(q, "?", fmt.Sprintf("$%d", i), 1)
+		}
+		return q
+	}
+	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
+		"--storage", st, "--experiment_id", "D", "--no-progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	checkChaos(t, db, pg, "D", n)
+	logs, _ := filepath.Glob(filepath.Join(dir, ".bench", "jobs", "D", "*.log"))
+	stored := 0
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); strings.Contains(string(b), "outcome stored") {
+			stored++
+		}
+	}
+	if stored != n {
+		t.Errorf("%d of %d jobs stored their outcome themselves", stored, n)
+	}
+
+	// Pilot workers.
+	tmp := t.TempDir()
+	common := []string{"--environment", "env.jsonc", "--storage", st, "--no-progress", "--no-teardown"}
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc", "--experiment_id", "PI",
+		"--queue_ahead", "4"}, common...)...)
+	time.Sleep(500 * time.Millisecond)
+	p := runBench(t, dir, append([]string{"pilots", "--engine", "engine.jsonc", "--count", "2", "--experiment", "PI"}, common...)...)
+	if p.code != 0 || strings.Count(p.stdout, "pid") != 2 {
+		driver.Process.Kill()
+		t.Fatalf("bench pilots: exit %d\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	if err := driver.Wait(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(tmp, "driver.log"))
+		t.Fatalf("driver: %v\n%s", err, log)
+	}
+	checkChaos(t, db, pg, "PI", n)
+	ran := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for _, i := range []int{1, 2} {
+		base := filepath.Join(dir, ".bench", "jobs", "PI", fmt.Sprintf("bench-pilot-PI.pilot%d", i))
+		for {
+			if _, err := os.Stat(base + ".exit"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pilot %d did not exit after the experiment ended", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		log, _ := os.ReadFile(base + ".log")
+		ran += strings.Count(string(log), "trial finished")
+		if code, _ := os.ReadFile(base + ".exit"); strings.TrimSpace(string(code)) != "0" {
+			t.Errorf("pilot %d exited with %s:\n%s", i, code, log)
+		}
+	}
+	if ran == 0 {
+		t.Errorf("the pilot workers ran no trial")
+	}
+}
