@@ -1,8 +1,7 @@
 package launcher
 
-// Every environment, service and engine class, registered by its package.
+// Every environment and service class, registered by its package.
 import (
-	_ "github.com/benchtune/bench/engines/sshpool"
 	_ "github.com/benchtune/bench/environments/all"
 	_ "github.com/benchtune/bench/services/aws"
 	_ "github.com/benchtune/bench/services/azure"

@@ -17,7 +17,7 @@ const (
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultKnownHostsFile  = "~/.ssh/known_hosts"
 	// DefaultWorkDir is the far side's work folder, relative to the login
-	// directory.
+	// directory; the experiment's id is added to it.
 	DefaultWorkDir = ".bench/jobs"
 )
 
@@ -55,6 +55,12 @@ type Config struct {
 	HostCooldown          time.Duration
 	UploadBench           bool
 	ConnectTimeout        time.Duration
+
+	// ExperimentID and DriverDir come from engines.Params: the default
+	// workdir is .bench/jobs/<experiment>, and pilots start in the
+	// driver's folder when the host has it.
+	ExperimentID string
+	DriverDir    string
 }
 
 // HostConfig is one host of the pool.

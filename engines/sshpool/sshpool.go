@@ -63,6 +63,8 @@ type Engine struct {
 	cooldown    time.Duration
 	uploadBench bool
 	slots       int
+	experiment  string
+	driverDir   string
 
 	mu      sync.Mutex
 	changed chan struct{}     // closed and replaced when a slot frees or a host changes
@@ -123,6 +125,7 @@ func factory(_ context.Context, p engines.Params) (engines.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.ExperimentID, cfg.DriverDir = p.ExperimentID, p.Dir
 	return New(cfg, p.Common)
 }
 
@@ -151,6 +154,8 @@ func New(cfg Config, common engines.Common) (*Engine, error) {
 		maxFailures: cfg.MaxHostFailures,
 		cooldown:    cfg.HostCooldown,
 		uploadBench: cfg.UploadBench,
+		experiment:  cfg.ExperimentID,
+		driverDir:   cfg.DriverDir,
 		changed:     make(chan struct{}),
 		jobs:        map[string]string{},
 	}
@@ -333,7 +338,10 @@ func (e *Engine) pick(ctx context.Context, job, key func(*host) string) (*host, 
 	}
 }
 
-var safeName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,200}$`)
+var (
+	safeName   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,200}$`)
+	jobNameBad = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+)
 
 // Submit uploads the job's request to a free slot's host and starts
 // `bench exec-trial` there, detached.
@@ -484,6 +492,9 @@ func (e *Engine) prepare(ctx context.Context, h *host) error {
 	}
 	if wd == "" {
 		wd = DefaultWorkDir
+		if e.experiment != "" {
+			wd = path.Join(wd, jobNameBad.ReplaceAllString(e.experiment, "_"))
+		}
 	}
 	wd = strings.TrimPrefix(wd, "~/")
 	if wd == "~" {
@@ -684,7 +695,8 @@ func (e *Engine) Fetch(ctx context.Context, b engines.Ref) (engines.Result, erro
 }
 
 // Cancel kills the job's process group (a job that ended is left alone)
-// and frees its slot.
+// and frees its slot, even when the host cannot be reached (the job is
+// given up: nobody polls it again).
 func (e *Engine) Cancel(ctx context.Context, b engines.Ref) error {
 	r, err := decodeRef(b)
 	if err != nil {
@@ -694,6 +706,7 @@ func (e *Engine) Cancel(ctx context.Context, b engines.Ref) error {
 	if h == nil {
 		return fmt.Errorf("cancelling %s: host %s is no longer in the SSH pool's hosts", r.Run, r.Host)
 	}
+	defer e.release(r)
 	st, err := h.h.DetachedState(ctx, r.Run)
 	if err == nil && st.Exists && !st.Exited {
 		err = h.h.KillDetached(ctx, r.Run)
@@ -702,7 +715,6 @@ func (e *Engine) Cancel(ctx context.Context, b engines.Ref) error {
 	if err != nil {
 		return fmt.Errorf("cancelling %s on %s: %w", r.Run, r.Host, err)
 	}
-	e.release(r)
 	return nil
 }
 
@@ -746,7 +758,12 @@ func (e *Engine) submitPilot(ctx context.Context, base string, argv []string) (e
 			r = ref{Host: h.addr, Run: path.Join(h.workdir, base+".run"), Job: base, Submitted: time.Now().UTC()}
 			r.Log, r.Exit = path.Join(r.Run, "stdout"), path.Join(r.Run, "exit")
 			cmd := append([]string{h.bench}, argv[1:]...)
-			err = e.start(ctx, h, r.Run, "exec 2>&1\nexec "+engines.ShellLine(cmd)+"\n")
+			script := "exec 2>&1\n"
+			if e.driverDir != "" {
+				// Relative config paths resolve as on the driver.
+				script += "cd " + engines.ShellQuote(e.driverDir) + " 2>/dev/null || true\n"
+			}
+			err = e.start(ctx, h, r.Run, script+"exec "+engines.ShellLine(cmd)+"\n")
 		}
 		e.noteResult(ctx, h, err)
 		e.mu.Lock()
