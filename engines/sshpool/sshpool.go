@@ -186,7 +186,7 @@ func New(cfg Config, common engines.Common) (*Engine, error) {
 }
 
 // Name is the engine's name in trial handles.
-func (e *Engine) Name() string { return "ssh_pool" }
+func (e *Engine) Name() string { return "ssh" }
 
 // Slots is the sum of the hosts' slots.
 func (e *Engine) Slots() int { return e.slots }
