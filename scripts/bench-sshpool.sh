@@ -7,6 +7,9 @@
 #   ideal          N x 2 s / 8 slots (16 s for 64 trials)
 #   bench          bench run --engine ssh-pool: wall time, ideal-fraction
 #                  (ideal / wall; 1.0 is perfect)
+#   local engine   the same experiment on the local engine (8 detached
+#                  bench exec-trial processes on this machine): bench's own
+#                  cost without SSH
 #   ssh baseline   8 lanes of `ssh host 'sleep 2'` (N/8 each, new
 #                  connection each time): what SSH itself allows
 #
@@ -87,6 +90,10 @@ cat >"$exp/engine.jsonc" <<EOF
  }}
 EOF
 
+cat >"$exp/local.jsonc" <<EOF
+{"class": "bench.engines.LocalEngine", "config": {"max_jobs": 8, "poll_interval": "$POLL"}}
+EOF
+
 now() { date +%s%N; }
 
 # Upload the binary once (not measured): one trial.
@@ -100,6 +107,11 @@ s=$(now)
 bench_ns=$(( $(now) - s ))
 ok=$(grep -c '"status":"SUCCEEDED"' "$wd_abs"/h*/bench-sp-*.outcome.json | awk -F: '{s += $2} END {print s}')
 [ "$ok" = "$N" ] || { echo "only $ok of $N outcomes SUCCEEDED" >&2; cat "$work/bench.err" >&2; exit 1; }
+
+s=$(now)
+(cd "$exp" && "$B" --environment env.jsonc --optimizer opt.jsonc --engine local.jsonc \
+  --experiment_id lo --no-progress --log_level WARNING >"$work/local.out" 2>"$work/local.err") || { cat "$work/local.err" >&2; exit 1; }
+local_ns=$(( $(now) - s ))
 
 # Baseline: 8 lanes of ssh 'sleep 2', N/8 each.
 lane() {
@@ -121,18 +133,19 @@ for r in "$wd_abs"/h*/bench-sp-*.run; do
   printf '%s %s %s\n' "$(stat -c %.9Y "$base.request.json")" "$(stat -c %.9Y "$r/started")" "$(stat -c %.9Y "$r/exit")"
 done >"$work/times"
 
-awk -v n="$N" -v sl="$SLEEP" -v bench="$bench_ns" -v sshb="$ssh_ns" '
+awk -v n="$N" -v sl="$SLEEP" -v bench="$bench_ns" -v sshb="$ssh_ns" -v loc="$local_ns" '
   function pct(a, k, p,   i, j, t) {
     for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
     return a[int((k - 1) * p) + 1]
   }
   { launch[NR] = ($2 - $1) * 1000; exec[NR] = ($3 - $2 - sl) * 1000; job += $3 - $1 }
   END {
-    ideal = n * sl / 8; b = bench / 1e9; s = sshb / 1e9
+    ideal = n * sl / 8; b = bench / 1e9; s = sshb / 1e9; l = loc / 1e9
     printf "trials %d x %d s on 2 hosts x 4 slots; ideal %.1f s\n", n, sl, ideal
     printf "bench (ssh pool)  %6.2f s  ideal-fraction %.3f\n", b, ideal / b
+    printf "local engine      %6.2f s  ideal-fraction %.3f\n", l, ideal / l
     printf "ssh baseline      %6.2f s  ideal-fraction %.3f  (8 lanes of ssh host sleep %d)\n", s, ideal / s, sl
-    printf "bench / ssh baseline  %.3f\n", b / s
+    printf "ssh pool / local engine  %.3f   ssh pool / ssh baseline  %.3f\n", b / l, b / s
     printf "per trial beyond the %d s sleep (median / p90):\n", sl
     printf "  launch      %7.1f / %7.1f ms  request written -> job started\n", pct(launch, NR, 0.5), pct(launch, NR, 0.9)
     printf "  exec-trial  %7.1f / %7.1f ms  far-side bench beyond the sleep\n", pct(exec, NR, 0.5), pct(exec, NR, 0.9)

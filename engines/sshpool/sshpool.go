@@ -53,6 +53,11 @@ const (
 // before Poll declares it lost.
 const startGrace = 60 * time.Second
 
+// livenessEvery is how often Poll checks that a running job's processes
+// are still there (a command on the host); in between it reads the job's
+// files over SFTP only, which starts no process there.
+const livenessEvery = 5 * time.Second
+
 // Engine is the SSH host pool. It is safe for concurrent use.
 type Engine struct {
 	svc         *ssh.HostService
@@ -67,8 +72,9 @@ type Engine struct {
 	driverDir   string
 
 	mu      sync.Mutex
-	changed chan struct{}     // closed and replaced when a slot frees or a host changes
-	jobs    map[string]string // job name → key of its latest run
+	changed chan struct{}        // closed and replaced when a slot frees or a host changes
+	jobs    map[string]string    // job name → key of its latest run
+	checked map[string]time.Time // run key → last check of its processes
 	closed  bool
 
 	bg       sync.WaitGroup // background kills of superseded runs
@@ -158,6 +164,7 @@ func New(cfg Config, common engines.Common) (*Engine, error) {
 		driverDir:   cfg.DriverDir,
 		changed:     make(chan struct{}),
 		jobs:        map[string]string{},
+		checked:     map[string]time.Time{},
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	for _, hc := range cfg.Hosts {
@@ -230,6 +237,7 @@ func (e *Engine) release(r ref) {
 }
 
 func (e *Engine) releaseLocked(addr, key, job string) {
+	delete(e.checked, key)
 	if h := e.byAddr[addr]; h != nil && h.busy[key] {
 		delete(h.busy, key)
 		e.broadcast()
@@ -624,7 +632,20 @@ func (e *Engine) Poll(ctx context.Context, b engines.Ref) (engines.State, error)
 	if h == nil {
 		return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("host %s is no longer in the SSH pool's hosts", r.Host)}, nil
 	}
-	st, err := h.h.DetachedState(ctx, r.Run)
+	st, err := h.h.PeekDetached(ctx, r.Run)
+	if err == nil && st.Started && !st.Exited {
+		e.mu.Lock()
+		due := time.Since(e.checked[r.key()]) >= livenessEvery
+		e.mu.Unlock()
+		if due {
+			st, err = h.h.DetachedState(ctx, r.Run)
+			if err == nil {
+				e.mu.Lock()
+				e.checked[r.key()] = time.Now()
+				e.mu.Unlock()
+			}
+		}
+	}
 	e.noteResult(ctx, h, err)
 	if err != nil {
 		return engines.State{}, err

@@ -339,6 +339,60 @@ func (h *Host) DetachedState(ctx context.Context, dir string) (DetachedState, er
 	return st, nil
 }
 
+// PeekDetached reads the state of the run in dir over SFTP only (no
+// process is started on the host, so it is cheap to call often), without
+// checking its processes: a run that started and has not exited is
+// reported Alive. DetachedState checks them.
+func (h *Host) PeekDetached(ctx context.Context, dir string) (DetachedState, error) {
+	var st DetachedState
+	err := h.withSFTP(ctx, "reading the state of run "+dir, func(sc *sftp.Client, _ string) error {
+		st = DetachedState{}
+		size := func(name string) (bool, error) {
+			info, err := sc.Stat(path.Join(dir, name))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return false, nil
+			case err != nil:
+				return false, err
+			}
+			st.OutputSize += info.Size()
+			return true, nil
+		}
+		// The exit file first: once it exists the output is complete.
+		code, err := readSmall(sc, path.Join(dir, "exit"))
+		if err != nil {
+			return err
+		}
+		if _, err := size("stdout"); err != nil {
+			return err
+		}
+		if _, err := size("stderr"); err != nil {
+			return err
+		}
+		if code != nil {
+			st.Exists, st.Started, st.Exited = true, true, true
+			st.ExitCode = -1
+			if v, err := strconv.Atoi(strings.TrimSpace(string(code))); err == nil {
+				st.ExitCode = v
+			}
+			return nil
+		}
+		if _, err := sc.Stat(path.Join(dir, "started")); err == nil {
+			st.Exists, st.Started, st.Alive = true, true, true
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if _, err := sc.Stat(dir); err == nil {
+			st.Exists = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	return st, err
+}
+
 // KillDetached stops the run in dir: a run that has not started yet is
 // claimed so that it never starts; a running one gets SIGTERM (its
 // process group and session), then SIGKILL after a grace period. A run

@@ -64,6 +64,12 @@ func TestHostDetached(t *testing.T) {
 	if !st.Exited || st.ExitCode != 3 || !sawAlive || st.OutputSize != int64(len("{\"a\":1}done\n")+len("err\n")) {
 		t.Fatalf("final state %+v (saw alive: %v)", st, sawAlive)
 	}
+	if peek, err := h.PeekDetached(ctx, run); err != nil || peek != st {
+		t.Errorf("PeekDetached: %+v %v, want %+v", peek, err, st)
+	}
+	if peek, err := h.PeekDetached(ctx, path.Join(dir, "nope")); err != nil || peek.Exists {
+		t.Errorf("PeekDetached of a missing run: %+v %v", peek, err)
+	}
 	tail, size, err := h.ReadTail(ctx, path.Join(run, "stdout"), 5)
 	if err != nil || string(tail) != "done\n" || size != int64(len(`{"a":1}done`)+1) {
 		t.Errorf("ReadTail: %q %d %v", tail, size, err)
