@@ -1,11 +1,16 @@
 package sshpool
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/engines"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -87,5 +92,40 @@ func TestSplitHostPort(t *testing.T) {
 		if err != nil || h != want[0] || p != want[1] {
 			t.Errorf("splitHostPort(%q) = %q, %d, %v; want %v", in, h, p, err, want)
 		}
+	}
+}
+
+// TestExampleConfig: the example engine config builds a pool (no
+// connection is made until a job is submitted).
+func TestExampleConfig(t *testing.T) {
+	doc, err := source.ReadFile("../../configs/examples/engines/ssh-pool.jsonc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := configs.Object(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := engines.Spec{Class: m["class"].(string)}
+	spec.Config, _ = m["config"].(map[string]any)
+	eng, err := engines.New(context.Background(), spec, engines.Params{ExperimentID: "ex", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if eng.Slots() != 14 || eng.Name() != "ssh" {
+		t.Errorf("slots %d, name %s; want 14, ssh", eng.Slots(), eng.Name())
+	}
+	var hosts []string
+	for _, h := range eng.(*Engine).Hosts() {
+		hosts = append(hosts, h.Addr)
+	}
+	want := []string{"bench@node1.example.com:22", "bench@node2.example.com:2222", "bench@10.0.0.7:22"}
+	if d := cmp.Diff(want, hosts); d != "" {
+		t.Errorf("hosts (-want +got):\n%s", d)
+	}
+	spec.Config["hostz"] = 1.0
+	if _, err := engines.New(context.Background(), spec, engines.Params{}); err == nil || !strings.Contains(err.Error(), `unknown config key "hostz"`) {
+		t.Errorf("unknown key: %v", err)
 	}
 }
