@@ -288,9 +288,15 @@ func (e *Engine) errNoHost(now time.Time) error {
 	return fmt.Errorf("no usable host in the SSH pool: %s", strings.Join(why, "; "))
 }
 
-// pick reserves a slot on the least loaded usable host, waiting while all
-// usable hosts are full. It fails when no host is usable.
-func (e *Engine) pick(ctx context.Context, job, key func(*host) string) (*host, error) {
+// errAllTried: every usable host was tried by this call.
+var errAllTried = errors.New("every usable host failed")
+
+// pick reserves a slot (under key <host>\x00pending:<pending>) on the best
+// usable host not in tried: the fewest failures in a row, then the
+// smallest share of slots in use, then the most free slots. It waits
+// while those hosts are all full. It fails when no host is usable
+// (errNoHost) or every usable host is in tried (errAllTried).
+func (e *Engine) pick(ctx context.Context, tried map[*host]bool, job, pending string) (*host, error) {
 	for {
 		e.mu.Lock()
 		if e.closed {
@@ -299,35 +305,39 @@ func (e *Engine) pick(ctx context.Context, job, key func(*host) string) (*host, 
 		}
 		now := time.Now()
 		var best *host
-		anyUsable := false
+		anyUsable, anyLeft := false, false
 		for _, h := range e.hosts {
 			if !h.usable(now) {
 				continue
 			}
 			anyUsable = true
+			if tried[h] {
+				continue
+			}
+			anyLeft = true
 			if len(h.busy) >= h.slots {
 				continue
 			}
-			// Least loaded: the smallest share of slots in use, then the
-			// most free slots.
-			if best == nil || len(h.busy)*best.slots < len(best.busy)*h.slots ||
-				len(h.busy)*best.slots == len(best.busy)*h.slots && h.slots-len(h.busy) > best.slots-len(best.busy) {
+			if best == nil || better(h, best) {
 				best = h
 			}
 		}
-		if !anyUsable {
+		switch {
+		case !anyUsable:
 			err := e.errNoHost(now)
 			e.mu.Unlock()
 			return nil, err
-		}
-		if best != nil {
-			e.hold(best, job(best), key(best))
+		case !anyLeft:
+			e.mu.Unlock()
+			return nil, errAllTried
+		case best != nil:
+			e.hold(best, job, best.addr+"\x00pending:"+pending)
 			e.mu.Unlock()
 			return best, nil
 		}
 		wait := e.changed
 		// A set-aside host comes back when its cooldown ends.
-		var next time.Duration = time.Hour
+		next := time.Hour
 		for _, h := range e.hosts {
 			if !h.usable(now) {
 				next = min(next, h.asideUntil.Sub(now))
@@ -346,13 +356,65 @@ func (e *Engine) pick(ctx context.Context, job, key func(*host) string) (*host, 
 	}
 }
 
+// better reports whether host a should take a job before host b. Call
+// with e.mu held.
+func better(a, b *host) bool {
+	if a.failures != b.failures {
+		return a.failures < b.failures
+	}
+	// Shares of slots in use: len(a.busy)/a.slots vs len(b.busy)/b.slots.
+	if l, r := len(a.busy)*b.slots, len(b.busy)*a.slots; l != r {
+		return l < r
+	}
+	return a.slots-len(a.busy) > b.slots-len(b.busy)
+}
+
+// place runs submit on the best host with a free slot, and on the next
+// ones when it fails there (each failure counts against its host). It
+// returns the host submit succeeded on, with its slot still held under
+// the pending key; the caller re-keys it.
+func (e *Engine) place(ctx context.Context, what, job, pending string, submit func(*host) error) (*host, error) {
+	tried := map[*host]bool{}
+	var lastErr error
+	for {
+		h, err := e.pick(ctx, tried, job, pending)
+		if err != nil {
+			if errors.Is(err, errAllTried) {
+				// Hosts remain usable: the runner may try again at once.
+				return nil, fmt.Errorf("%w (%w)", lastErr, engines.ErrRetryElsewhere)
+			}
+			if lastErr != nil && ctx.Err() == nil {
+				return nil, fmt.Errorf("%w (last: %v)", err, lastErr)
+			}
+			return nil, err
+		}
+		err = submit(h)
+		e.noteResult(ctx, h, err)
+		if err == nil {
+			return h, nil
+		}
+		e.mu.Lock()
+		e.releaseLocked(h.addr, h.addr+"\x00pending:"+pending, job)
+		e.mu.Unlock()
+		err = fmt.Errorf("submitting %s to %s: %w", what, h.addr, err)
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		slog.Warn("ssh pool: submission failed; trying another host", "job", what, "host", h.addr, "err", err)
+		lastErr = err
+		tried[h] = true
+	}
+}
+
 var (
 	safeName   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,200}$`)
 	jobNameBad = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 )
 
 // Submit uploads the job's request to a free slot's host and starts
-// `bench exec-trial` there, detached.
+// `bench exec-trial` there, detached. When that fails on a host, the
+// other usable hosts are tried in turn; once all have failed the error
+// wraps engines.ErrRetryElsewhere while some host is still usable.
 func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, error) {
 	if !safeName.MatchString(job.Name) || strings.HasPrefix(job.Name, ".") {
 		return nil, fmt.Errorf("job name %q: want letters, digits, '-', '_' and '.' only (engines.JobName)", job.Name)
@@ -363,35 +425,16 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	e.supersede(job.Name)
 	base := fmt.Sprintf("%s.%d", job.Name, job.Attempt)
 	var r ref
-	h, err := e.pick(ctx, func(*host) string { return job.Name }, func(h *host) string {
-		// The run directory is known once the host is prepared; reserve
-		// the slot under a provisional key and re-key it below.
-		return h.addr + "\x00pending:" + base
-	})
+	// The slot is held under a provisional key until the run directory
+	// is known.
+	h, err := e.place(ctx, base, job.Name, base, func(h *host) error { return e.submitOn(ctx, h, base, job, &r) })
 	if err != nil {
 		return nil, err
 	}
-	pending := h.addr + "\x00pending:" + base
-	err = e.submitOn(ctx, h, base, job, &r)
-	e.noteResult(ctx, h, err)
 	e.mu.Lock()
-	e.releaseLocked(h.addr, pending, job.Name)
-	if err == nil {
-		e.hold(h, job.Name, r.key())
-	}
-	retry := false
-	now := time.Now()
-	for _, o := range e.hosts {
-		retry = retry || o.usable(now)
-	}
+	e.releaseLocked(h.addr, h.addr+"\x00pending:"+base, job.Name)
+	e.hold(h, job.Name, r.key())
 	e.mu.Unlock()
-	if err != nil {
-		err = fmt.Errorf("submitting %s to %s: %w", base, h.addr, err)
-		if retry && ctx.Err() == nil {
-			return nil, fmt.Errorf("%w (%w)", err, engines.ErrRetryElsewhere)
-		}
-		return nil, err
-	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
@@ -767,40 +810,29 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 }
 
 func (e *Engine) submitPilot(ctx context.Context, base string, argv []string) (engines.Ref, error) {
-	for {
-		pending := "\x00pending:" + base
-		h, err := e.pick(ctx, func(*host) string { return "" }, func(h *host) string { return h.addr + pending })
-		if err != nil {
-			return nil, err
+	var r ref
+	h, err := e.place(ctx, base, "", base, func(h *host) error {
+		if err := e.prepare(ctx, h); err != nil {
+			return err
 		}
-		var r ref
-		err = e.prepare(ctx, h)
-		if err == nil {
-			r = ref{Host: h.addr, Run: path.Join(h.workdir, base+".run"), Job: base, Submitted: time.Now().UTC()}
-			r.Log, r.Exit = path.Join(r.Run, "stdout"), path.Join(r.Run, "exit")
-			cmd := append([]string{h.bench}, argv[1:]...)
-			script := "exec 2>&1\n"
-			if e.driverDir != "" {
-				// Relative config paths resolve as on the driver.
-				script += "cd " + engines.ShellQuote(e.driverDir) + " 2>/dev/null || true\n"
-			}
-			err = e.start(ctx, h, r.Run, script+"exec "+engines.ShellLine(cmd)+"\n")
+		r = ref{Host: h.addr, Run: path.Join(h.workdir, base+".run"), Job: base, Submitted: time.Now().UTC()}
+		r.Log, r.Exit = path.Join(r.Run, "stdout"), path.Join(r.Run, "exit")
+		cmd := append([]string{h.bench}, argv[1:]...)
+		script := "exec 2>&1\n"
+		if e.driverDir != "" {
+			// Relative config paths resolve as on the driver.
+			script += "cd " + engines.ShellQuote(e.driverDir) + " 2>/dev/null || true\n"
 		}
-		e.noteResult(ctx, h, err)
-		e.mu.Lock()
-		e.releaseLocked(h.addr, h.addr+pending, "")
-		if err == nil {
-			e.hold(h, "", r.key())
-		}
-		e.mu.Unlock()
-		if err == nil {
-			return json.Marshal(r)
-		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		slog.Warn("ssh pool: starting a pilot failed; trying another host", "host", h.addr, "err", err)
+		return e.start(ctx, h, r.Run, script+"exec "+engines.ShellLine(cmd)+"\n")
+	})
+	if err != nil {
+		return nil, err
 	}
+	e.mu.Lock()
+	e.releaseLocked(h.addr, h.addr+"\x00pending:"+base, "")
+	e.hold(h, "", r.key())
+	e.mu.Unlock()
+	return json.Marshal(r)
 }
 
 // HostStatus is one host's state, for status displays and tests.

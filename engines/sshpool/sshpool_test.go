@@ -314,9 +314,10 @@ func TestDroppedConnection(t *testing.T) {
 	}
 }
 
-// TestHostAway: a host with nothing listening fails max_host_failures
-// times, is set aside (logged once), and jobs go to the other host;
-// with no usable host left, Submit says so.
+// TestHostAway: a host with nothing listening fails; Submit goes on to
+// the other host at once. After max_host_failures in a row the host is set
+// aside (logged once). Every usable host failing gives ErrRetryElsewhere;
+// no usable host left, a clear error.
 func TestHostAway(t *testing.T) {
 	e := getEnv(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -327,23 +328,37 @@ func TestHostAway(t *testing.T) {
 	_ = ln.Close()
 	logs := captureLogs(t)
 	p := newPool(t, e, []HostConfig{e.hostAt(dead, 4, ""), e.hostAt(e.port, 1, "")}, func(c *Config) { c.MaxHostFailures = 2 })
-	var retries int
-	var r ref
-	for i := 0; i < 5; i++ {
-		b, err := p.Submit(context.Background(), engines.Job{Name: "bench-away-1", Request: request("away", 0)})
-		if err != nil {
-			if !errors.Is(err, engines.ErrRetryElsewhere) || !strings.Contains(err.Error(), "connection refused") {
-				t.Fatalf("Submit: %v, want ErrRetryElsewhere naming the refused connection", err)
-			}
-			retries++
-			continue
-		}
-		r, _ = decodeRef(b)
-		p.waitPhase(b, isFinal, 30*time.Second)
-		break
+	live := fmt.Sprintf("%s@127.0.0.1:%d", e.user, e.port)
+	// The dead host has more free slots: it is tried first, fails, and
+	// the job goes to the live host in the same call.
+	b1, r1 := p.submit("bench-away-1", 1)
+	if r1.Host != live {
+		t.Fatalf("job on %s, want %s", r1.Host, live)
 	}
-	if retries != 2 || r.Host != fmt.Sprintf("%s@127.0.0.1:%d", e.user, e.port) {
-		t.Errorf("%d retries, job on %q; want 2 retries, then the live host", retries, r.Host)
+	if hs := p.Hosts(); hs[0].Failures != 1 || !hs[0].AsideUntil.IsZero() {
+		t.Fatalf("dead host %+v: want 1 failure, not set aside yet", hs[0])
+	}
+	// With the live host busy, the next job tries the dead host again
+	// (now set aside), then waits for the live host's slot.
+	got := make(chan ref, 1)
+	go func() {
+		b, err := p.Submit(context.Background(), engines.Job{Name: "bench-away-2", Request: request("away2", 0)})
+		if err != nil {
+			t.Errorf("Submit: %v", err)
+			close(got)
+			return
+		}
+		r, _ := decodeRef(b)
+		got <- r
+	}()
+	p.waitPhase(b1, isFinal, 30*time.Second)
+	select {
+	case r := <-got:
+		if r.Host != live {
+			t.Errorf("second job on %q, want %s", r.Host, live)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second job was not submitted after the live host's slot freed")
 	}
 	if n := logs.count("setting a host aside"); n != 1 {
 		t.Errorf("%d 'set aside' logs, want 1:\n%s", n, logs.String())
@@ -353,15 +368,27 @@ func TestHostAway(t *testing.T) {
 		t.Errorf("host states %+v: want the dead host set aside, the live one not", hs)
 	}
 
-	// Only dead hosts: a clear error once they are set aside.
-	q := newPool(t, e, []HostConfig{e.hostAt(dead, 1, "")}, func(c *Config) { c.MaxHostFailures = 1 })
-	_, err = q.Submit(context.Background(), engines.Job{Name: "bench-away-2", Request: request("x", 0)})
-	if err == nil || errors.Is(err, engines.ErrRetryElsewhere) {
-		t.Fatalf("Submit to a pool of one dead host: %v, want an error without ErrRetryElsewhere", err)
+	// Two dead hosts: both fail in one call, the error wraps
+	// ErrRetryElsewhere (they are not set aside yet).
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = q.Submit(context.Background(), engines.Job{Name: "bench-away-2", Request: request("x", 0)})
-	if err == nil || !strings.Contains(err.Error(), "no usable host in the SSH pool") || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("Submit with every host set aside: %v", err)
+	dead2 := ln2.Addr().(*net.TCPAddr).Port
+	_ = ln2.Close()
+	q := newPool(t, e, []HostConfig{e.hostAt(dead, 1, ""), e.hostAt(dead2, 1, "")})
+	_, err = q.Submit(context.Background(), engines.Job{Name: "bench-away-3", Request: request("x", 0)})
+	if !errors.Is(err, engines.ErrRetryElsewhere) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Submit to two dead hosts: %v, want ErrRetryElsewhere naming the refused connection", err)
+	}
+	// Only dead hosts, set aside after one failure: a clear error.
+	q = newPool(t, e, []HostConfig{e.hostAt(dead, 1, "")}, func(c *Config) { c.MaxHostFailures = 1 })
+	for range 2 {
+		_, err = q.Submit(context.Background(), engines.Job{Name: "bench-away-4", Request: request("x", 0)})
+		if err == nil || errors.Is(err, engines.ErrRetryElsewhere) || !strings.Contains(err.Error(), "no usable host in the SSH pool") ||
+			!strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("Submit with every host set aside: %v", err)
+		}
 	}
 }
 
@@ -413,21 +440,26 @@ func TestWrongHostKey(t *testing.T) {
 		t.Fatalf("known_hosts %s lacks the two test hosts", e.knownHosts)
 	}
 	kh := path.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(kh, []byte(fmt.Sprintf("[127.0.0.1]:%d %s\n", e.port, key2)), 0o600); err != nil {
+	if err := os.WriteFile(kh, []byte(fmt.Sprintf("[127.0.0.1]:%d %s\n[127.0.0.1]:%d %s\n", e.port, key2, e.port2, key2)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	logs := captureLogs(t)
 	p := newPool(t, e, []HostConfig{e.hostAt(e.port, 1, ""), e.hostAt(e.port2, 1, "")}, func(c *Config) { c.KnownHostsFile = kh })
-	_, err = p.Submit(context.Background(), engines.Job{Name: "bench-key-1", Request: request("k", 0)})
-	if err == nil || !strings.Contains(err.Error(), "HOST KEY MISMATCH") || !errors.Is(err, engines.ErrRetryElsewhere) {
-		t.Fatalf("Submit: %v, want a host key mismatch (retry elsewhere)", err)
+	_, r := p.submit("bench-key-1", 0)
+	if r.Host != fmt.Sprintf("%s@127.0.0.1:%d", e.user, e.port2) {
+		t.Errorf("job on %s, want the host whose key verifies", r.Host)
 	}
 	if hs := p.Hosts(); hs[0].AsideUntil.IsZero() {
 		t.Error("the host with the wrong key was not set aside at once")
 	}
-	// The second host is not in that known_hosts at all.
-	_, err = p.Submit(context.Background(), engines.Job{Name: "bench-key-1", Request: request("k", 0)})
-	if err == nil || !strings.Contains(err.Error(), "not in known_hosts file") || errors.Is(err, engines.ErrRetryElsewhere) {
-		t.Fatalf("Submit: %v, want an unknown host error and no usable host left", err)
+	if !strings.Contains(logs.String(), "HOST KEY MISMATCH") {
+		t.Errorf("the refused host key was not logged:\n%s", logs.String())
+	}
+	// A pool of that host alone: a clear error.
+	q := newPool(t, e, []HostConfig{e.hostAt(e.port, 1, "")}, func(c *Config) { c.KnownHostsFile = kh })
+	_, err = q.Submit(context.Background(), engines.Job{Name: "bench-key-2", Request: request("k", 0)})
+	if err == nil || !strings.Contains(err.Error(), "HOST KEY MISMATCH") || !strings.Contains(err.Error(), "no usable host") {
+		t.Fatalf("Submit: %v, want a host key mismatch and no usable host", err)
 	}
 }
 
