@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -81,6 +82,8 @@ type Engine struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
+	prepOnce sync.Once // prepareAll
+
 	exeOnce sync.Once
 	exePath string
 	exeHash string
@@ -109,6 +112,9 @@ type host struct {
 	prepped bool
 	workdir string // absolute
 	bench   string // the far side's bench
+	// runs lists the run directories (base names) found in workdir when
+	// the engine first reached the host: jobs an earlier bench started.
+	runs map[string]bool
 }
 
 // ref is a job's handle (engines.Ref).
@@ -424,6 +430,15 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	}
 	e.supersede(job.Name)
 	base := fmt.Sprintf("%s.%d", job.Name, job.Attempt)
+	// A bench killed between starting a job and recording it submits it
+	// again after its restart: the run may already be on a host.
+	e.prepareAll(ctx)
+	if h, r, ok := e.adoptEarlier(ctx, base, job); ok {
+		e.mu.Lock()
+		e.hold(h, job.Name, r.key())
+		e.mu.Unlock()
+		return json.Marshal(r)
+	}
 	var r ref
 	// The slot is held under a provisional key until the run directory
 	// is known.
@@ -476,17 +491,7 @@ func (e *Engine) submitOn(ctx context.Context, h *host, base string, job engines
 	if err := e.prepare(ctx, h); err != nil {
 		return err
 	}
-	*r = ref{
-		Host:      h.addr,
-		Run:       path.Join(h.workdir, base+".run"),
-		Request:   path.Join(h.workdir, base+".request.json"),
-		Outcome:   path.Join(h.workdir, base+".outcome.json"),
-		Job:       job.Name,
-		Attempt:   job.Attempt,
-		Submitted: time.Now().UTC(),
-	}
-	r.Log = path.Join(r.Run, "stdout")
-	r.Exit = path.Join(r.Run, "exit")
+	*r = e.refOn(h, base, job)
 	if err := h.h.WriteFile(ctx, r.Request, job.Request, 0o600); err != nil {
 		return err
 	}
@@ -497,6 +502,53 @@ func (e *Engine) submitOn(ctx context.Context, h *host, base string, job engines
 	}
 	script := "exec 2>&1\nexec " + engines.ShellLine(engines.Command(h.bench, r.Request, r.Outcome)) + "\n"
 	return e.start(ctx, h, r.Run, script)
+}
+
+// refOn is the handle of job's run on h (h prepared).
+func (e *Engine) refOn(h *host, base string, job engines.Job) ref {
+	r := ref{
+		Host:      h.addr,
+		Run:       path.Join(h.workdir, base+".run"),
+		Request:   path.Join(h.workdir, base+".request.json"),
+		Outcome:   path.Join(h.workdir, base+".outcome.json"),
+		Job:       job.Name,
+		Attempt:   job.Attempt,
+		Submitted: time.Now().UTC(),
+	}
+	r.Log = path.Join(r.Run, "stdout")
+	r.Exit = path.Join(r.Run, "exit")
+	return r
+}
+
+// sameRunThere reports whether r's run directory on h holds a started
+// run of the same request (the same trial, values, arguments and folder;
+// the driver's claim and runner id may differ).
+func (e *Engine) sameRunThere(ctx context.Context, h *host, r ref, request []byte) (bool, error) {
+	st, err := h.h.PeekDetached(ctx, r.Run)
+	if err != nil || !st.Started {
+		return false, err
+	}
+	old, err := h.h.ReadFile(ctx, r.Request, 16<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return sameRequest(old, request), nil
+}
+
+// sameRequest compares two requests' JSON without their owner and runner
+// id.
+func sameRequest(a, b []byte) bool {
+	var ma, mb map[string]any
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return false
+	}
+	for _, k := range []string{"owner", "trial_runner_id"} {
+		delete(ma, k)
+		delete(mb, k)
+	}
+	return reflect.DeepEqual(ma, mb)
 }
 
 // start starts script detached in run; a run directory left by an
@@ -572,8 +624,73 @@ func (e *Engine) prepare(ctx context.Context, h *host) error {
 			}
 		}
 	}
-	h.workdir, h.bench, h.prepped = wd, bench, true
+	runs := map[string]bool{}
+	infos, err := h.h.ReadDir(ctx, wd)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, fi := range infos {
+		if name, ok := strings.CutSuffix(fi.Name(), ".run"); ok && fi.IsDir() {
+			runs[name] = true
+		}
+	}
+	h.workdir, h.bench, h.runs, h.prepped = wd, bench, runs, true
 	return nil
+}
+
+// prepareAll prepares every usable host at once (bounded by a minute),
+// so that Submit knows where an earlier bench left runs.
+func (e *Engine) prepareAll(ctx context.Context) {
+	e.prepOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		now := time.Now()
+		for _, h := range e.hosts {
+			e.mu.Lock()
+			usable := h.usable(now)
+			e.mu.Unlock()
+			if !usable {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := e.prepare(ctx, h)
+				e.noteResult(ctx, h, err)
+				if err != nil {
+					slog.Warn("ssh pool: cannot reach a host", "host", h.addr, "err", err)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// adoptEarlier looks for base's run left by an earlier bench on any
+// usable host and, when it holds the same request, takes it as the job.
+func (e *Engine) adoptEarlier(ctx context.Context, base string, job engines.Job) (*host, ref, bool) {
+	now := time.Now()
+	for _, h := range e.hosts {
+		h.prepMu.Lock()
+		found := h.prepped && h.runs[base]
+		h.prepMu.Unlock()
+		e.mu.Lock()
+		usable := h.usable(now)
+		e.mu.Unlock()
+		if !found || !usable {
+			continue
+		}
+		r := e.refOn(h, base, job)
+		same, err := e.sameRunThere(ctx, h, r, job.Request)
+		e.noteResult(ctx, h, err)
+		if err == nil && same {
+			slog.Info("ssh pool: the job already runs (or ran) on a host with the same request; re-attaching to it",
+				"job", base, "host", h.addr, "run", r.Run)
+			return h, r, true
+		}
+	}
+	return nil, ref{}, false
 }
 
 // hasCommand reports whether bench names an executable on the host.

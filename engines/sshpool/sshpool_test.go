@@ -546,6 +546,65 @@ func TestReattach(t *testing.T) {
 	}
 }
 
+// TestResubmitAfterRestart: a bench killed after starting a job but
+// before recording it submits the job again after its restart. A fresh
+// engine finds the run on whichever host holds it and re-attaches to it
+// when the request is the same (but for the driver's claim): it runs once.
+// A different request for the same job replaces the run.
+func TestResubmitAfterRestart(t *testing.T) {
+	e := getEnv(t)
+	p := newPool(t, e, []HostConfig{e.hostAt(e.port, 1, ""), e.hostAt(e.port2, 1, "")})
+	req := func(owner string, sleep int) []byte {
+		return []byte(fmt.Sprintf(`{"id": "bench-again-1", "sleep": %d, "owner": "%s", "params": {"x": "1"}}`, sleep, owner))
+	}
+	// Occupy the first host so that the job lands on the second.
+	p.submit("bench-again-0", 3)
+	b1, err := p.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-1", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := decodeRef(b1)
+	p.waitPhase(b1, func(ph engines.Phase) bool { return ph >= engines.Running }, 20*time.Second)
+	_ = p.Engine.Close()
+
+	hosts := []HostConfig{e.hostAt(e.port, 1, path.Join(p.root, "h1")), e.hostAt(e.port2, 1, path.Join(p.root, "h2"))}
+	cfg := Config{Hosts: hosts, KnownHostsFile: e.knownHosts, StrictHostKeyChecking: true, MaxHostFailures: 3,
+		HostCooldown: time.Minute, ConnectTimeout: 5 * time.Second}
+	q, err := New(cfg, p.common)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	qp := &pool{Engine: q, t: t, root: p.root}
+	b2, err := q.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-2", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := decodeRef(b2)
+	if r2.Host != r1.Host || r2.Run != r1.Run {
+		t.Errorf("resubmitted job at %s %s, want the earlier run %s %s", r2.Host, r2.Run, r1.Host, r1.Run)
+	}
+	if st := qp.waitPhase(b2, isFinal, 30*time.Second); st.Phase != engines.Done {
+		t.Fatalf("%+v", st)
+	}
+	runs := func() int { return strings.Count(qp.read("h2/runs.log")+qp.read("h1/runs.log"), "bench-again-1 ") }
+	if n := runs(); n != 1 {
+		t.Errorf("the job ran %d times, want once", n)
+	}
+	// Another request under the same job name (the experiment was
+	// recreated with other values): a new run, not the old outcome.
+	b3, err := q.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-3", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := qp.waitPhase(b3, isFinal, 30*time.Second); st.Phase != engines.Done {
+		t.Fatalf("%+v", st)
+	}
+	if n := runs(); n != 2 {
+		t.Errorf("the job ran %d times, want twice (the changed request ran again)", n)
+	}
+}
+
 // logBuffer captures slog output for a test.
 type logBuffer struct {
 	mu sync.Mutex

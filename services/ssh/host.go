@@ -205,6 +205,18 @@ func (h *Host) ReadTail(ctx context.Context, p string, n int64) ([]byte, int64, 
 	return data, size, err
 }
 
+// ReadDir lists a remote folder; a missing folder gives an error wrapping
+// fs.ErrNotExist.
+func (h *Host) ReadDir(ctx context.Context, p string) ([]fs.FileInfo, error) {
+	var out []fs.FileInfo
+	err := h.withSFTP(ctx, "listing "+p, func(sc *sftp.Client, _ string) error {
+		var err error
+		out, err = sc.ReadDir(p)
+		return err
+	})
+	return out, err
+}
+
 // RemoveAll removes a remote file or folder (nothing there is not an
 // error).
 func (h *Host) RemoveAll(ctx context.Context, p string) error {
