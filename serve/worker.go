@@ -37,6 +37,9 @@ type WorkerConfig struct {
 	// Poll is how long a runner waits before asking again when there is no
 	// trial (default 1s).
 	Poll time.Duration
+	// GiveUp ends the worker when the server stays unreachable this long
+	// (default 10 minutes).
+	GiveUp time.Duration
 	// TelemetryInterval samples the trials' processes (0: off).
 	TelemetryInterval time.Duration
 	Logger            *slog.Logger
@@ -59,6 +62,7 @@ var errTakenOver = errors.New("the trial was taken over (this worker's lease on 
 type client struct {
 	url, token string
 	http       *http.Client
+	giveUp     time.Duration
 }
 
 // errHTTP is a refusal with its status code.
@@ -112,9 +116,11 @@ func (c *client) call(ctx context.Context, path string, in, out any) error {
 func (c *client) retry(ctx context.Context, log *slog.Logger, what, path string, in, out any) error {
 	wait := 200 * time.Millisecond
 	warned := false
+	start := time.Now()
 	for {
 		err := c.call(ctx, path, in, out)
 		var he *errHTTP
+		var ve *tls.CertificateVerificationError
 		switch {
 		case err == nil:
 			if warned {
@@ -123,10 +129,15 @@ func (c *client) retry(ctx context.Context, log *slog.Logger, what, path string,
 			return nil
 		case errors.Is(err, ErrUnauthorized), errors.As(err, &he) && he.code < 500, ctx.Err() != nil:
 			return err
+		case errors.As(err, &ve):
+			return fmt.Errorf("%w (give the server's CA certificate with --tls-ca)", err)
 		}
 		if !warned {
 			log.Warn("cannot reach the server; trying again", "call", what, "err", err)
 			warned = true
+		}
+		if c.giveUp > 0 && time.Since(start) > c.giveUp {
+			return fmt.Errorf("the server was unreachable for %s: %w", c.giveUp, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -151,6 +162,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (WorkerStats, error) {
 	if cfg.Name == "" {
 		cfg.Name, _ = os.Hostname()
 	}
+	if cfg.GiveUp <= 0 {
+		cfg.GiveUp = 10 * time.Minute
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
@@ -163,7 +177,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (WorkerStats, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	c := &client{url: cfg.URL, token: cfg.Token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	c := &client{url: cfg.URL, token: cfg.Token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second}, giveUp: cfg.GiveUp}
 	log := cfg.Logger
 	var reg RegisterResponse
 	if err := c.retry(ctx, log, "register", "/v1/register", RegisterRequest{Name: cfg.Name, Runners: len(cfg.Runners)}, &reg); err != nil {
