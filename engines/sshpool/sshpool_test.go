@@ -126,7 +126,20 @@ func newPool(t *testing.T, e sshEnv, hosts []HostConfig, mod ...func(*Config)) *
 	if err := helper.h.WriteFile(context.Background(), bench, []byte(fakeBench), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = helper.h.RemoveAll(context.Background(), path.Join(home, root)) })
+	t.Cleanup(func() {
+		// Stop the jobs a test left running, then remove their files.
+		ctx := context.Background()
+		for i := range hosts {
+			wd := path.Join(home, root, fmt.Sprintf("h%d", i+1))
+			infos, _ := helper.h.ReadDir(ctx, wd)
+			for _, fi := range infos {
+				if strings.HasSuffix(fi.Name(), ".run") {
+					_ = helper.h.KillDetached(ctx, path.Join(wd, fi.Name()))
+				}
+			}
+		}
+		_ = helper.h.RemoveAll(ctx, path.Join(home, root))
+	})
 	common := engines.Common{Bench: bench, PollInterval: 0}
 	eng, err := New(cfg, common)
 	if err != nil {
