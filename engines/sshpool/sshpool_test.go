@@ -430,6 +430,31 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestLostJob: a job whose processes are killed behind bench's back
+// (OOM killer, host restart) is Lost within the liveness interval, with a
+// reason, and its slot is freed.
+func TestLostJob(t *testing.T) {
+	e := getEnv(t)
+	p := newPool(t, e, []HostConfig{e.hostAt(e.port, 1, "")})
+	b, r := p.submit("bench-lost-1", 60)
+	p.waitPhase(b, func(ph engines.Phase) bool { return ph == engines.Running }, 20*time.Second)
+	res, err := p.hosts[0].h.Command(context.Background(), "kill -KILL -- -$(cat "+engines.ShellQuote(r.Run+"/pgid")+")")
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("killing the job: %v %+v", err, res)
+	}
+	start := time.Now()
+	st := p.waitPhase(b, isFinal, 3*livenessEvery)
+	if st.Phase != engines.Lost || !strings.Contains(st.Reason, "ended without an exit status") {
+		t.Errorf("state %+v, want Lost with its reason", st)
+	}
+	if d := time.Since(start); d > livenessEvery+3*time.Second {
+		t.Errorf("noticed after %s", d)
+	}
+	if p.Hosts()[0].Busy != 0 {
+		t.Error("the lost job still holds its slot")
+	}
+}
+
 // TestWrongHostKey: a host whose key does not match known_hosts is
 // refused with a clear error and set aside at once.
 func TestWrongHostKey(t *testing.T) {
