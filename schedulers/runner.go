@@ -81,7 +81,19 @@ type Recoverer interface {
 type LocalRunner struct {
 	RunnerID int
 	Env      environments.Environment
+	// Cgroup, when set, is the runner's cgroup v2 group: the trials'
+	// commands start in it and each trial gets its CPU (and, where the
+	// memory controller is enabled, peak memory) as bench.cgroup.*
+	// results. Close removes it.
+	Cgroup *services.Cgroup
 }
+
+// Cgroup results (see LocalRunner.Cgroup).
+const (
+	CgroupCPUUser = "bench.cgroup.cpu_user_s"
+	CgroupCPUSys  = "bench.cgroup.cpu_sys_s"
+	CgroupMaxRSS  = "bench.cgroup.max_rss_mb"
+)
 
 // NewLocalRunner returns a runner over env.
 func NewLocalRunner(id int, env environments.Environment) *LocalRunner {
@@ -91,8 +103,9 @@ func NewLocalRunner(id int, env environments.Environment) *LocalRunner {
 // ID returns the runner's id.
 func (r *LocalRunner) ID() int { return r.RunnerID }
 
-// Close releases nothing: the environment's services belong to the caller.
-func (r *LocalRunner) Close() error { return nil }
+// Close removes the runner's cgroup (killing what is left in it); the
+// environment's services belong to the caller.
+func (r *LocalRunner) Close() error { return r.Cgroup.Close() }
 
 // Run runs one trial: open the environment, set it up with the trial's
 // configuration and globals, run it, read its status and telemetry, close
@@ -111,6 +124,31 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	}
 	if spec.Activity != nil {
 		ctx = services.WithActivity(ctx, spec.Activity)
+	}
+	var before services.CgroupStats
+	if r.Cgroup != nil {
+		ctx = services.WithCgroup(ctx, r.Cgroup)
+		r.Cgroup.ResetPeak()
+		before, _ = r.Cgroup.Stats()
+		defer func() {
+			after, err := r.Cgroup.Stats()
+			if err != nil || out.Status != trial.SUCCEEDED {
+				return
+			}
+			if out.Results == nil {
+				out.Results = map[string]any{}
+			}
+			add := func(k string, v float64) {
+				if _, mine := out.Results[k]; !mine {
+					out.Results[k] = v
+				}
+			}
+			add(CgroupCPUUser, after.UserS-before.UserS)
+			add(CgroupCPUSys, after.SysS-before.SysS)
+			if after.PeakBytes >= 0 {
+				add(CgroupMaxRSS, float64(after.PeakBytes)/(1<<20))
+			}
+		}()
 	}
 	var sampler *services.Sampler
 	if spec.TelemetryInterval > 0 {
