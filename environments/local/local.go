@@ -94,6 +94,8 @@ type Env struct {
 	// setup script, or not measuring).
 	measure    bool
 	setupUsage *usage
+	// uploadWall is the wall time of the upload step after setup (0: none).
+	uploadWall time.Duration
 }
 
 var _ environments.Environment = (*Env)(nil)
@@ -256,7 +258,7 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 		return fmt.Errorf("%s: %w", e.who(), err)
 	}
 	e.mu.Lock()
-	e.measure, e.setupUsage = measure, nil
+	e.measure, e.setupUsage, e.uploadWall = measure, nil, 0
 	e.mu.Unlock()
 	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
@@ -280,8 +282,14 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 		}
 	}
 	if e.fileShare {
+		start := time.Now()
 		if err := e.uploadAll(ctx, dir); err != nil {
 			return err
+		}
+		if measure && len(e.upload) > 0 {
+			e.mu.Lock()
+			e.uploadWall = time.Since(start)
+			e.mu.Unlock()
 		}
 	}
 	e.setReady(true)
@@ -332,9 +340,14 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		err = script.TimeoutError(ctx, err)
 		return environments.Result{Status: script.StatusOf(err), Time: now(), Reason: err.Error()}
 	}
+	var downloadWall time.Duration
 	if e.fileShare {
+		start := time.Now()
 		if err := e.downloadAll(ctx, dir, false); err != nil {
 			return fail(err)
+		}
+		if len(e.download) > 0 {
+			downloadWall = time.Since(start)
 		}
 	}
 	metrics := map[string]any{}
@@ -370,10 +383,18 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		maps.Copy(metrics, vals)
 	}
 	e.mu.Lock()
-	measure, setupUsage := e.measure, e.setupUsage
+	measure, setupUsage, uploadWall := e.measure, e.setupUsage, e.uploadWall
 	e.mu.Unlock()
 	if measure {
 		e.addMeasurements(metrics, setupUsage, runUsage)
+		// The file transfers' wall times (LocalFileShareEnv).
+		for phase, d := range map[string]time.Duration{"upload": uploadWall, "download": downloadWall} {
+			if k := MeasurementName(e.Name(), phase, MeasureWall); d > 0 {
+				if _, taken := metrics[k]; !taken {
+					metrics[k] = d.Seconds()
+				}
+			}
+		}
 	}
 	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
 }

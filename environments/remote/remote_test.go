@@ -195,8 +195,13 @@ func TestRemoteEnv(t *testing.T) {
 	if res.Status != environments.SUCCEEDED {
 		t.Fatalf("%s: %s", res.Status, res.Reason)
 	}
-	if diff := cmp.Diff(map[string]any{"latency": 1.5, "ops": int64(1200)}, res.Metrics); diff != "" {
+	if diff := cmp.Diff(map[string]any{"latency": 1.5, "ops": int64(1200)}, envtest.WithoutMeasurements(res.Metrics)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"bench.Remote App.setup.wall_s", "bench.Remote App.run.wall_s"} {
+		if _, ok := res.Metrics[k].(float64); !ok {
+			t.Errorf("no built-in measurement %s: %v", k, res.Metrics)
+		}
 	}
 	if st := env.Status(ctx); st.Status != environments.READY {
 		t.Errorf("status %s", st.Status)
