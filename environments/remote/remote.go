@@ -130,7 +130,8 @@ type RemoteEnv struct {
 var _ environments.Environment = (*RemoteEnv)(nil)
 
 type rawRemote struct {
-	WaitBoot *bool `json:"wait_boot"`
+	WaitBoot   *bool `json:"wait_boot"`
+	ReuseSetup any   `json:"bench_reuse_setup"` // read by environments.Base
 }
 
 func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Environment, error) {
@@ -139,16 +140,22 @@ func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Envir
 		return nil, err
 	}
 	ref := spec.Ref.Child("config")
-	sc, err := script.Parse(spec.Config, ref, "wait_boot")
+	own := []string{"wait_boot", environments.ReuseSetupKey}
+	sc, err := script.Parse(spec.Config, ref, own...)
 	if err != nil {
 		return nil, err
 	}
 	var raw rawRemote
 	sub := map[string]any{}
-	if v, ok := spec.Config["wait_boot"]; ok {
-		sub["wait_boot"] = v
+	for _, k := range own {
+		if v, ok := spec.Config[k]; ok {
+			sub[k] = v
+		}
 	}
-	if err := script.DecodeKeys(sub, ref, &raw, "wait_boot"); err != nil {
+	if err := script.DecodeKeys(sub, ref, &raw, own...); err != nil {
+		return nil, err
+	}
+	if err := base.InitSetupReuse(); err != nil {
 		return nil, err
 	}
 	e := &RemoteEnv{Base: base, script: sc, log: slog.Default().With("env", spec.Name)}
@@ -167,7 +174,9 @@ func (e *RemoteEnv) Open(context.Context) error { return nil }
 func (e *RemoteEnv) Close() error { return nil }
 
 // Setup assigns the tunable values, starts the host when wait_boot is set
-// and runs the setup script on the host.
+// and runs the setup script on the host. With bench_reuse_setup, both are
+// skipped when the values they depend on are those of the last successful
+// setup (environments.Base.SetupOnce).
 func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals environments.Params) error {
 	e.setReady(false)
 	if err := e.SetupParams(tun, globals); err != nil {
@@ -175,6 +184,15 @@ func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals env
 	}
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
 	defer cancel()
+	if _, err := e.SetupOnce(func() error { return e.setupWork(ctx) }); err != nil {
+		return err
+	}
+	e.setReady(true)
+	return nil
+}
+
+// setupWork starts the host (wait_boot) and runs the setup script.
+func (e *RemoteEnv) setupWork(ctx context.Context) error {
 	if e.waitBoot {
 		ops, err := script.Need[services.HostOps](e.Services(), e.Name(), e.Class(), "HostOps", exampleHostOps)
 		if err != nil {
@@ -193,7 +211,6 @@ func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals env
 			return fmt.Errorf("%s: setup failed: %s", e.who(), scriptReason(res))
 		}
 	}
-	e.setReady(true)
 	return nil
 }
 
@@ -246,15 +263,19 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 		return environments.Result{Status: environments.FAILED, Time: now(),
 			Reason: fmt.Sprintf("%s: run failed: %s", e.who(), scriptReason(res))}
 	}
-	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: script.ParseStdout(e.script.Pattern, res.Stdout)}
+	metrics := script.ParseStdout(e.script.Pattern, res.Stdout)
+	e.AddSetupReused(metrics)
+	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
 }
 
 // Status reports READY once set up, PENDING before.
 func (e *RemoteEnv) Status(context.Context) environments.StatusReport { return e.status() }
 
-// Teardown runs the teardown script on the host.
+// Teardown runs the teardown script on the host. It forgets the last
+// setup (bench_reuse_setup) first.
 func (e *RemoteEnv) Teardown(ctx context.Context) error {
 	e.setReady(false)
+	e.ForgetSetup()
 	if len(e.script.Teardown) == 0 {
 		return nil
 	}
