@@ -75,7 +75,14 @@ func ParseSwitch(key string, v any) (bool, error) {
 func (b *Base) InitSetupReuse() error {
 	cfgRef := b.spec.Ref.Child("config")
 	var on bool
-	if v, ok := b.spec.Config[ReuseSetupKey]; ok && v != nil {
+	// The key as written in the config file: the config the environment
+	// gets has the globals merged into the keys it has (mlos_bench's rule),
+	// which would let the global win over the environment's own setting.
+	v, ok := b.spec.Config[ReuseSetupKey]
+	if node := cfgRef.Child(ReuseSetupKey).Node(); node != nil {
+		v, ok = node.Value(), true
+	}
+	if ok && v != nil {
 		var err error
 		if on, err = ParseSwitch(ReuseSetupKey, v); err != nil {
 			return cfgRef.Child(ReuseSetupKey).Errorf("environment %q: %v", b.name, err)
