@@ -13,8 +13,8 @@ import (
 )
 
 // Reuse of setup work (bench only, opt-in). An environment whose config
-// has "bench_reuse_setup": true (or, when the config does not say, the
-// global of that name) skips its setup when the values the setup depends
+// has "bench_reuse_setup": true (or the global of that name, which
+// overrides the config's value as globals do) skips its setup when the values the setup depends
 // on are those of its last successful setup in this process and it was
 // not torn down since. The rule lives here, in Base; the classes that
 // support it (LocalEnv, LocalFileShareEnv, RemoteEnv) call
@@ -69,20 +69,17 @@ func ParseSwitch(key string, v any) (bool, error) {
 }
 
 // InitSetupReuse turns setup reuse on or off from the environment's
-// config key (when given) or else the global of the same name; off by
-// default. Environment classes that support reuse call it from their
+// config key (a global of the same name overriding it, as globals override
+// config keys) or else the global; off by default. Environment classes that support reuse call it from their
 // constructor; for the others reuse stays off.
 func (b *Base) InitSetupReuse() error {
 	cfgRef := b.spec.Ref.Child("config")
 	var on bool
-	// The key as written in the config file: the config the environment
-	// gets has the globals merged into the keys it has (mlos_bench's rule),
-	// which would let the global win over the environment's own setting.
-	v, ok := b.spec.Config[ReuseSetupKey]
-	if node := cfgRef.Child(ReuseSetupKey).Node(); node != nil {
-		v, ok = node.Value(), true
-	}
-	if ok && v != nil {
+	// As for every config key, a global of the same name overrides the
+	// config's value (mlos_bench's merge rule: spec.Config has the globals
+	// merged into the keys it has), so --bench_reuse_setup false turns it
+	// off everywhere; without the key, the global alone decides.
+	if v, ok := b.spec.Config[ReuseSetupKey]; ok && v != nil {
 		var err error
 		if on, err = ParseSwitch(ReuseSetupKey, v); err != nil {
 			return cfgRef.Child(ReuseSetupKey).Errorf("environment %q: %v", b.name, err)

@@ -173,9 +173,9 @@ func TestSetupReuse(t *testing.T) {
 }
 
 // TestSetupReuseOffByDefault: without the key (mlos_bench's behaviour)
-// every trial sets up and no reuse metric is reported; the config key
-// wins over the global; the global alone turns it on; a bad value is an
-// error, not a panic.
+// every trial sets up and no reuse metric is reported; the global alone
+// turns it on, and overrides the config key; a bad value is an error, not
+// a panic.
 func TestSetupReuseOffByDefault(t *testing.T) {
 	f := envtest.New(t, nil)
 	halt := map[string]any{"idle": "halt"}
@@ -208,10 +208,12 @@ func TestSetupReuseOffByDefault(t *testing.T) {
 		t.Errorf("with the global on: %d setups for 3 trials, want 1", got)
 	}
 
-	env, mark = reuseEnv(t, f, map[string]any{"bench_reuse_setup": false}, environments.Params{environments.ReuseSetupKey: true})
+	// A global overrides the config key, as globals override config keys
+	// in mlos_bench (--bench_reuse_setup false turns it off everywhere).
+	env, mark = reuseEnv(t, f, map[string]any{"bench_reuse_setup": true}, environments.Params{environments.ReuseSetupKey: "false"})
 	run(env, 2)
 	if got := lines(t, mark); got != 2 {
-		t.Errorf("config false, global true: %d setups for 2 trials, want 2", got)
+		t.Errorf("config true, global false: %d setups for 2 trials, want 2", got)
 	}
 
 	if _, err := f.TryBuild(envJSON(t, "mlos_bench.environments.LocalEnv", "bad", map[string]any{
