@@ -76,6 +76,14 @@ type Recoverer interface {
 	Recover(ctx context.Context, spec Spec, h Handle) trial.Outcome
 }
 
+// SetupAffine is implemented by runners that can tell whether their
+// environment is already set up for a trial (bench_reuse_setup): its
+// setup would be skipped for a trial with these tunable values (as
+// stored). The dispatcher prefers such a runner among the idle ones.
+type SetupAffine interface {
+	SetupAffinity(params map[string]string) bool
+}
+
 // LocalRunner runs trials on its own copy of the environment in this
 // process (mlos_bench's TrialRunner); trial_runner_id is its ID.
 type LocalRunner struct {
@@ -103,6 +111,12 @@ func NewLocalRunner(id int, env environments.Environment) *LocalRunner {
 // ID returns the runner's id.
 func (r *LocalRunner) ID() int { return r.RunnerID }
 
+// SetupAffinity tells whether some environment of the runner would skip
+// its setup for a trial with these tunable values (bench_reuse_setup).
+func (r *LocalRunner) SetupAffinity(params map[string]string) bool {
+	return environments.SetupAffinity(r.Env, params)
+}
+
 // Close removes the runner's cgroup (killing what is left in it); the
 // environment's services belong to the caller.
 func (r *LocalRunner) Close() error { return r.Cgroup.Close() }
@@ -112,7 +126,9 @@ func (r *LocalRunner) Close() error { return r.Cgroup.Close() }
 // it. Failures of any step become the trial's status and reason; the
 // captured output of every command is kept. With spec.TelemetryInterval,
 // the CPU time and memory of the trial's local processes are sampled
-// (services.Sampler) and appended to the outcome's telemetry.
+// (services.Sampler) and appended to the outcome's telemetry. After a
+// trial that did not succeed, the environments forget their last setup
+// (bench_reuse_setup), so that the next trial sets them up in full.
 func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
@@ -166,6 +182,8 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 		}
 		if out.Status != trial.SUCCEEDED {
 			out.Results = nil
+			// A setup of a trial that did not succeed is not reused.
+			environments.ForgetSetup(r.Env)
 		}
 	}()
 

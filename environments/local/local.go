@@ -48,7 +48,7 @@ func init() {
 }
 
 // localKeys are LocalEnv's own config keys (beyond the script keys).
-var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey}
+var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey}
 
 type rawLocal struct {
 	TempDir           *string       `json:"temp_dir"`
@@ -57,6 +57,7 @@ type rawLocal struct {
 	ReadResultsFile   *string       `json:"read_results_file"`
 	ReadTelemetryFile *string       `json:"read_telemetry_file"`
 	Measurements      *bool         `json:"bench_measurements"`
+	ReuseSetup        any           `json:"bench_reuse_setup"` // read by environments.Base
 	Upload            []rawTransfer `json:"upload"`
 	Download          []rawTransfer `json:"download"`
 }
@@ -146,6 +147,9 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 	}
 	if spec.Builder != nil {
 		e.loader = spec.Builder.Loader
+	}
+	if err := base.InitSetupReuse(); err != nil {
+		return nil, err
 	}
 	if fileShare {
 		if e.upload, err = transfers(raw.Upload, cfgRef.Child("upload")); err != nil {
@@ -243,7 +247,11 @@ func (e *Env) Close() error {
 // Setup assigns the tunable values, writes dump_params_file and
 // dump_meta_file, runs the setup script in the working directory and
 // (LocalFileShareEnv) uploads the files. A script that exits non-zero is an
-// error; a timeout wraps services.ErrTimeout.
+// error; a timeout wraps services.ErrTimeout. With bench_reuse_setup, the
+// setup script and the uploads are skipped when the values they depend on
+// are those of the last successful setup (environments.Base.SetupOnce);
+// the files are written either way, and a skipped setup has no
+// measurements.
 func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environments.Params) error {
 	dir, _ := e.state()
 	if dir == "" {
@@ -266,6 +274,15 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 	if err := e.dumpFiles(dir); err != nil {
 		return err
 	}
+	if _, err := e.SetupOnce(func() error { return e.setupWork(ctx, dir, measure) }); err != nil {
+		return err
+	}
+	e.setReady(true)
+	return nil
+}
+
+// setupWork runs the setup script and (LocalFileShareEnv) the uploads.
+func (e *Env) setupWork(ctx context.Context, dir string, measure bool) error {
 	if len(e.script.Setup) > 0 {
 		res, err := e.runLines(ctx, "setup", dir)
 		if err != nil {
@@ -292,7 +309,6 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 			e.mu.Unlock()
 		}
 	}
-	e.setReady(true)
 	return nil
 }
 
@@ -396,6 +412,7 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 			}
 		}
 	}
+	e.AddSetupReused(metrics)
 	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
 }
 
@@ -440,9 +457,10 @@ func (e *Env) Status(ctx context.Context) environments.StatusReport {
 // Teardown runs the teardown script. As in mlos_bench it runs in the
 // LocalExec service's directory (its temp_dir, or a fresh one), not the
 // environment's, since it may run in an experiment's last step without a
-// trial.
+// trial. It forgets the last setup (bench_reuse_setup) first.
 func (e *Env) Teardown(ctx context.Context) error {
 	e.setReady(false)
+	e.ForgetSetup()
 	if len(e.script.Teardown) == 0 {
 		return nil
 	}

@@ -128,7 +128,7 @@ type RemoteEnv struct {
 	log      *slog.Logger
 	// measureCfg is bench_measurements in the config (nil: not given);
 	// measure is whether this trial reports bench.<env>.<phase>.wall_s,
-	// setupWall the setup phase's wall time (0: no setup script).
+	// setupWall the setup phase's wall time (0: not run, or reused).
 	measureCfg *bool
 	measureMu  sync.Mutex
 	measure    bool
@@ -143,6 +143,7 @@ var _ environments.Environment = (*RemoteEnv)(nil)
 
 type rawRemote struct {
 	WaitBoot     *bool `json:"wait_boot"`
+	ReuseSetup   any   `json:"bench_reuse_setup"` // read by environments.Base
 	Measurements *bool `json:"bench_measurements"`
 }
 
@@ -152,18 +153,22 @@ func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Envir
 		return nil, err
 	}
 	ref := spec.Ref.Child("config")
-	sc, err := script.Parse(spec.Config, ref, "wait_boot", measurementsKey)
+	own := []string{"wait_boot", environments.ReuseSetupKey, measurementsKey}
+	sc, err := script.Parse(spec.Config, ref, own...)
 	if err != nil {
 		return nil, err
 	}
 	var raw rawRemote
 	sub := map[string]any{}
-	for _, k := range []string{"wait_boot", measurementsKey} {
+	for _, k := range own {
 		if v, ok := spec.Config[k]; ok {
 			sub[k] = v
 		}
 	}
-	if err := script.DecodeKeys(sub, ref, &raw, "wait_boot", measurementsKey); err != nil {
+	if err := script.DecodeKeys(sub, ref, &raw, own...); err != nil {
+		return nil, err
+	}
+	if err := base.InitSetupReuse(); err != nil {
 		return nil, err
 	}
 	e := &RemoteEnv{Base: base, script: sc, log: slog.Default().With("env", spec.Name), measureCfg: raw.Measurements}
@@ -182,14 +187,40 @@ func (e *RemoteEnv) Open(context.Context) error { return nil }
 func (e *RemoteEnv) Close() error { return nil }
 
 // Setup assigns the tunable values, starts the host when wait_boot is set
-// and runs the setup script on the host.
+// and runs the setup script on the host. With bench_reuse_setup, both are
+// skipped when the values they depend on are those of the last successful
+// setup (environments.Base.SetupOnce).
 func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals environments.Params) error {
 	e.setReady(false)
 	if err := e.SetupParams(tun, globals); err != nil {
 		return err
 	}
+	measure, err := e.measuring(globals)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.who(), err)
+	}
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
 	defer cancel()
+	var setupWall time.Duration
+	if _, err := e.SetupOnce(func() error {
+		start := time.Now()
+		err := e.setupWork(ctx)
+		if len(e.script.Setup) > 0 {
+			setupWall = time.Since(start)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	e.measureMu.Lock()
+	e.measure, e.setupWall = measure, setupWall
+	e.measureMu.Unlock()
+	e.setReady(true)
+	return nil
+}
+
+// setupWork starts the host (wait_boot) and runs the setup script.
+func (e *RemoteEnv) setupWork(ctx context.Context) error {
 	if e.waitBoot {
 		ops, err := script.Need[services.HostOps](e.Services(), e.Name(), e.Class(), "HostOps", exampleHostOps)
 		if err != nil {
@@ -199,13 +230,7 @@ func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals env
 			return fmt.Errorf("%s: wait_boot: start the host: %w", e.who(), script.TimeoutError(ctx, err))
 		}
 	}
-	measure, err := e.measuring(globals)
-	if err != nil {
-		return fmt.Errorf("%s: %w", e.who(), err)
-	}
-	var setupWall time.Duration
 	if len(e.script.Setup) > 0 {
-		start := time.Now()
 		res, err := e.exec(ctx, "setup")
 		if err != nil {
 			return fmt.Errorf("%s: setup: %w", e.who(), err)
@@ -213,12 +238,7 @@ func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals env
 		if res.ExitCode != 0 {
 			return fmt.Errorf("%s: setup failed: %s", e.who(), scriptReason(res))
 		}
-		setupWall = time.Since(start)
 	}
-	e.measureMu.Lock()
-	e.measure, e.setupWall = measure, setupWall
-	e.measureMu.Unlock()
-	e.setReady(true)
 	return nil
 }
 
@@ -274,6 +294,7 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 	}
 	runWall := time.Since(start)
 	metrics := script.ParseStdout(e.script.Pattern, res.Stdout)
+	e.AddSetupReused(metrics)
 	e.measureMu.Lock()
 	measure, setupWall := e.measure, e.setupWall
 	e.measureMu.Unlock()
@@ -319,9 +340,11 @@ func (e *RemoteEnv) measuring(globals environments.Params) (bool, error) {
 // Status reports READY once set up, PENDING before.
 func (e *RemoteEnv) Status(context.Context) environments.StatusReport { return e.status() }
 
-// Teardown runs the teardown script on the host.
+// Teardown runs the teardown script on the host. It forgets the last
+// setup (bench_reuse_setup) first.
 func (e *RemoteEnv) Teardown(ctx context.Context) error {
 	e.setReady(false)
+	e.ForgetSetup()
 	if len(e.script.Teardown) == 0 {
 		return nil
 	}
