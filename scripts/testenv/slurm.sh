@@ -12,9 +12,10 @@
 #   slurm.sh down DIR  stop the daemons this script started (by their pid
 #                      files), once no other DIR still uses them
 #
-# The cluster is one node (this host) in partition `bench` that offers 8
+# The cluster is one node (this host) in partition `bench` that offers 16
 # CPUs whatever the machine has (SlurmdParameters=config_overrides), so
-# that 8 one-CPU jobs run at once. The scheduler runs every second and
+# that 8 one-CPU jobs run at once, with room for a second test package's
+# jobs beside them. The scheduler runs every second and
 # finished jobs stay known to `scontrol show job` for an hour (MinJobAge).
 # Accounting goes through slurmdbd to a MariaDB server on 127.0.0.1 (both
 # started here, data under /var/lib/bench-testenv-slurm/db), so that sacct
@@ -25,8 +26,10 @@
 # Slurm is a system-wide service (one slurmctld on port 6817, one config in
 # /etc/slurm), so its state, logs and pid files live under
 # /var/lib/bench-testenv-slurm and /run/bench-testenv-slurm, not under DIR.
-# `up` with a working Slurm already running (started by another DIR or by
-# anything else) only checks it and prints the exports; each `up DIR` is
+# `up` with a Slurm already running from this script's config only checks it
+# (restarting slurmctld and slurmd when the config changed) and prints the
+# exports; a cluster configured by someone else is used as it is (its
+# default partition) when it answers, never reconfigured. Each `up DIR` is
 # recorded, and `down DIR` stops the daemons only when it was the last user
 # and they were started by this script. An existing /etc/slurm/slurm.conf
 # that this script did not write is never replaced.
@@ -231,7 +234,8 @@ SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1,bf_interval=1,sched_min_interval=0,batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-# The node offers 8 CPUs whatever the machine has: 8 trials at once.
+# The node offers 16 CPUs whatever the machine has: 8 trials at once,
+# with room for a second test package's jobs beside them.
 SlurmdParameters=config_overrides
 JobCompType=jobcomp/none
 $acct
@@ -244,7 +248,7 @@ OverTimeLimit=0
 MessageTimeout=10
 SlurmdTimeout=300
 InactiveLimit=0
-NodeName=$host NodeAddr=127.0.0.1 CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=$mem State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=$mem State=UNKNOWN
 PartitionName=$partition Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
   mv "$conf.tmp" "$conf"
@@ -255,12 +259,6 @@ up() {
   mkdir -p "$run" "$users"
   echo "$dir" >"$users/$dirkey"
 
-  # Already running and usable: keep it.
-  if node_ready "$partition"; then
-    log "Slurm already runs with partition $partition; using it"
-    print_exports "$partition"
-    return 0
-  fi
   if [ -e "$conf" ] && ! head -n 1 "$conf" | grep -qF "$marker"; then
     # Someone else's Slurm: use its default partition if it answers.
     local p
@@ -283,25 +281,34 @@ AccountingStoragePort=6819"
   local old
   old=$(cat "$conf" 2>/dev/null || true)
   write_conf "$acct"
-  # slurmctld reads the accounting settings at start only.
-  if alive "$run/slurmctld.pid" && [ "$old" != "$(cat "$conf")" ]; then
+  if [ "$old" = "$(cat "$conf")" ] && node_ready "$partition"; then
+    log "Slurm already runs with partition $partition; using it"
+    print_exports "$partition"
+    return 0
+  fi
+  # slurmctld reads the accounting and node settings at start only.
+  if [ "$old" != "$(cat "$conf")" ]; then
+    if alive "$run/slurmd.pid" || alive "$run/slurmctld.pid"; then
+      log "the config changed: restarting slurmctld and slurmd"
+    fi
+    stop_pid slurmd "$run/slurmd.pid"
     stop_pid slurmctld "$run/slurmctld.pid"
   fi
   if ! alive "$run/slurmctld.pid"; then
     rm -f "$run/slurmctld.pid"
+    port_free 6817 || die "something other than this script's slurmctld listens on port 6817; stop it first"
     /usr/sbin/slurmctld >&2 || die "slurmctld did not start (see $state/log/slurmctld.log)"
-  else
-    timeout 10 scontrol reconfigure >&2 || true
   fi
   if ! alive "$run/slurmd.pid"; then
     rm -f "$run/slurmd.pid"
+    port_free 6818 || die "something other than this script's slurmd listens on port 6818; stop it first"
     /usr/sbin/slurmd >&2 || die "slurmd did not start (see $state/log/slurmd.log)"
   fi
   local host
   host=$(hostname -s)
   for i in $(seq 1 300); do
     if node_ready "$partition"; then
-      log "Slurm is up: partition $partition, node $host with 8 CPUs (logs in $state/log)"
+      log "Slurm is up: partition $partition, node $host with 16 CPUs (logs in $state/log)"
       print_exports "$partition"
       return 0
     fi
