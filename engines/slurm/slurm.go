@@ -21,8 +21,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchtune/bench/engines"
@@ -187,6 +190,26 @@ type Engine struct {
 	slots   int
 	workdir string
 	dir     string
+
+	// The jobs being followed share squeue calls: one call reads them
+	// all, at most about twice per poll_interval whatever the number of
+	// slots (slurmctld answers every squeue; a loop per job would load
+	// it with slots times as many).
+	mu     sync.Mutex
+	active map[string]time.Time // job id → last Poll
+	last   *snapshot            // the latest finished squeue
+	next   *snapshot            // the squeue under way
+	// squeues counts squeue calls (tests).
+	squeues atomic.Int64
+}
+
+// snapshot is one squeue of several jobs.
+type snapshot struct {
+	ids   map[string]bool
+	at    time.Time
+	infos map[string]info
+	err   error
+	done  chan struct{}
 }
 
 // ref is the Slurm engine's job reference: the job id ("123", or
@@ -198,18 +221,24 @@ type ref struct {
 	Log     string `json:"log"`
 }
 
+// parseConfig decodes and checks the engine's own keys.
+func parseConfig(m map[string]any) (Config, error) {
+	var c Config
+	if err := decode.Into(m, &c); err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
 // New builds a Slurm engine. The workdir (default
 // <dir>/.bench/slurm/<experiment>) must be on a file system the compute
 // nodes share.
 func New(_ context.Context, p engines.Params) (engines.Engine, error) {
-	var c Config
-	if err := decode.Into(p.Config, &c); err != nil {
+	c, err := parseConfig(p.Config)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	e := &Engine{common: p.Common, cfg: c, slots: c.MaxJobs, dir: p.Dir}
+	e := &Engine{common: p.Common, cfg: c, slots: c.MaxJobs, dir: p.Dir, active: map[string]time.Time{}}
 	if e.slots == 0 {
 		e.slots = max(p.Slots, 1)
 	}
@@ -377,15 +406,20 @@ func (e *Engine) Poll(ctx context.Context, raw engines.Ref) (engines.State, erro
 	if err != nil {
 		return engines.State{}, err
 	}
-	in, known, err := squeue(ctx, r.JobID)
+	in, known, err := e.queued(ctx, r.JobID)
 	if err != nil {
 		return engines.State{}, err
 	}
 	if known {
 		if ph, ok := phase(in.state); ok && !ph.Final() {
-			return e.state(r, in, ph), nil
+			st := e.state(r, in, ph)
+			if st.Phase.Final() {
+				e.forget(r.JobID)
+			}
+			return st, nil
 		}
 	}
+	e.forget(r.JobID)
 	// Finished (or not in squeue): the details of the end.
 	fin, fknown, err := scontrol(ctx, r.JobID)
 	if err != nil {
@@ -423,12 +457,18 @@ func (e *Engine) state(r ref, in info, ph engines.Phase) engines.State {
 	if ph.Final() {
 		st.Ended = in.end
 	}
-	// A job whose script exited non-zero ran its command to the end: it
-	// is Done when it left an outcome (bench exec-trial exits 0 whenever
-	// it writes one, but a wrapper may not).
-	if in.state == "FAILED" && r.Outcome != "" {
-		if _, err := os.Stat(r.Outcome); err == nil {
+	// bench exec-trial writes the outcome file last: once it is there,
+	// the command's work is over. The job is Done without waiting for
+	// Slurm to end it (half a second or more, in which the slot would
+	// idle), and Done when its script then exited non-zero (bench
+	// exec-trial exits 0 whenever it writes an outcome, a wrapper may
+	// not). Before Slurm's end, Ended is when the outcome was written.
+	if (!ph.Final() || in.state == "FAILED") && r.Outcome != "" {
+		if fi, err := os.Stat(r.Outcome); err == nil {
 			st.Phase = engines.Done
+			if st.Ended.IsZero() {
+				st.Ended = fi.ModTime()
+			}
 		}
 	}
 	if st.Phase == engines.Failed || st.Phase == engines.TimedOut {
@@ -442,6 +482,76 @@ func (e *Engine) state(r ref, in info, ph engines.Phase) engines.State {
 		st.Reason = reason
 	}
 	return st
+}
+
+// forget stops following a job that ended.
+func (e *Engine) forget(id string) {
+	e.mu.Lock()
+	delete(e.active, id)
+	e.mu.Unlock()
+}
+
+// queued returns what squeue says about a job: from a squeue of every
+// followed job that started less than half a poll_interval ago, or from
+// the one under way, or from a new one.
+func (e *Engine) queued(ctx context.Context, id string) (info, bool, error) {
+	now := time.Now()
+	fresh := e.common.PollInterval.Std() / 2
+	e.mu.Lock()
+	e.active[id] = now
+	s := e.last
+	if s == nil || !s.ids[id] || now.Sub(s.at) >= fresh {
+		s = e.next
+		if s == nil || !s.ids[id] {
+			s = e.startSqueue(now)
+		}
+	}
+	e.mu.Unlock()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return info{}, false, ctx.Err()
+	}
+	if s.err != nil {
+		return info{}, false, s.err
+	}
+	in, ok := s.infos[id]
+	return in, ok, nil
+}
+
+// startSqueue starts a squeue of the followed jobs (e.mu held). Jobs not
+// polled for a while (their runner stopped following them) are dropped.
+func (e *Engine) startSqueue(now time.Time) *snapshot {
+	stale := max(time.Minute, 10*e.common.PollInterval.Std())
+	s := &snapshot{ids: map[string]bool{}, at: now, done: make(chan struct{})}
+	ids := make([]string, 0, len(e.active))
+	for id, at := range e.active {
+		if now.Sub(at) > stale {
+			delete(e.active, id)
+			continue
+		}
+		s.ids[id] = true
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	e.next = s
+	go func() {
+		// Not the caller's ctx: other polls wait for this squeue too.
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		defer cancel()
+		e.squeues.Add(1)
+		s.infos, s.err = squeue(ctx, ids)
+		e.mu.Lock()
+		if e.next == s {
+			e.next = nil
+		}
+		if s.err == nil && (e.last == nil || e.last.at.Before(s.at)) {
+			e.last = s
+		}
+		e.mu.Unlock()
+		close(s.done)
+	}()
+	return s
 }
 
 // phase maps a Slurm job state to a Phase.
@@ -464,28 +574,27 @@ func phase(state string) (engines.Phase, bool) {
 	return 0, false
 }
 
-// squeue asks the controller about a job (finished ones included while it
-// holds them).
-func squeue(ctx context.Context, id string) (info, bool, error) {
-	out, err := run(ctx, "squeue", "-h", "-r", "-t", "all", "-j", id, "-o", "%i|%T|%r|%S|%e")
+// squeue asks the controller about jobs (finished ones included while it
+// holds them); jobs it does not know are absent from the map.
+func squeue(ctx context.Context, ids []string) (map[string]info, error) {
+	infos := map[string]info{}
+	// -r: one line per array task.
+	out, err := run(ctx, "squeue", "-h", "-r", "-t", "all", "-j", strings.Join(ids, ","), "-o", "%i|%T|%r|%S|%e")
 	if errors.Is(err, errUnknownJob) {
-		return info{}, false, nil
+		// A single unknown id is an error; in a list it is only absent.
+		return infos, nil
 	}
 	if err != nil {
-		return info{}, false, err
+		return nil, err
 	}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Split(strings.TrimSpace(line), "|")
 		if len(f) != 5 {
 			continue
 		}
-		// A pending array shows as 12_[1-8]: any line is this job's.
-		if f[0] != id && strings.Contains(id, "_") && !strings.Contains(f[0], "[") {
-			continue
-		}
-		return info{state: f[1], reason: f[2], start: slurmTimeOf(f[3]), end: slurmTimeOf(f[4])}, true, nil
+		infos[f[0]] = info{state: f[1], reason: f[2], start: slurmTimeOf(f[3]), end: slurmTimeOf(f[4])}
 	}
-	return info{}, false, nil
+	return infos, nil
 }
 
 // scontrol reads a job's record from the controller (kept MinJobAge after

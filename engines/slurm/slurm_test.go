@@ -7,12 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/internal/testenv"
 	"github.com/benchtune/bench/trial"
 )
@@ -221,11 +225,12 @@ func TestSlurmCancel(t *testing.T) {
 	}
 }
 
-// TestSlurmConcurrent: 8 jobs on 8 slots run at once: each starts before
-// any ends.
+// TestSlurmConcurrent: 8 jobs on 8 slots, followed by 8 goroutines as
+// the runners do, run at once (each starts before any ends, by the fake
+// bench's own clock), and their polls share squeue calls.
 func TestSlurmConcurrent(t *testing.T) {
 	// Not parallel: the other tests' jobs would take CPUs.
-	e := newTestEngine(t, nil)
+	e := newTestEngine(t, map[string]any{"poll_interval": "200ms"})
 	if e.Slots() != 8 {
 		t.Fatalf("slots %d, want 8 (num_trial_runners)", e.Slots())
 	}
@@ -233,21 +238,71 @@ func TestSlurmConcurrent(t *testing.T) {
 	for i := 1; i <= 8; i++ {
 		refs = append(refs, submit(t, e, i, "4", ""))
 	}
-	var lastStart, firstEnd time.Time
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		polls int
+		errs  []error
+	)
 	for _, ref := range refs {
-		st, _ := waitFor(t, e, ref, 120*time.Second, final)
-		if st.Phase != engines.Done {
-			t.Fatalf("job %s: %+v", ref, st)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(120 * time.Second)
+			for time.Now().Before(deadline) {
+				st, err := e.Poll(context.Background(), ref)
+				mu.Lock()
+				polls++
+				mu.Unlock()
+				if err != nil || st.Phase.Final() {
+					if err == nil && st.Phase != engines.Done {
+						err = fmt.Errorf("job %s: %+v", ref, st)
+					}
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("job %s did not end", ref))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var lastStart, firstEnd float64
+	for _, ref := range refs {
+		res, err := e.Fetch(context.Background(), ref)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if st.Started.After(lastStart) {
-			lastStart = st.Started
+		var id string
+		var started, ended float64
+		for _, l := range strings.Split(res.Log, "\n") {
+			fmt.Sscanf(l, "fake bench: job %s started %f", &id, &started)
+			fmt.Sscanf(l, "fake bench: ended %f", &ended)
 		}
-		if firstEnd.IsZero() || st.Ended.Before(firstEnd) {
-			firstEnd = st.Ended
+		if started == 0 || ended == 0 {
+			t.Fatalf("log of %s:\n%s", ref, res.Log)
+		}
+		lastStart = max(lastStart, started)
+		if firstEnd == 0 || ended < firstEnd {
+			firstEnd = ended
 		}
 	}
-	if !lastStart.Before(firstEnd) {
-		t.Errorf("the 8 jobs did not overlap: the last started at %v, the first ended at %v", lastStart, firstEnd)
+	if lastStart >= firstEnd {
+		t.Errorf("the 8 jobs did not overlap: the last started at %.3f, the first ended at %.3f", lastStart, firstEnd)
+	}
+	if calls := e.squeues.Load(); calls*2 > int64(polls) {
+		t.Errorf("%d squeue calls for %d polls: they are not shared", calls, polls)
+	} else {
+		t.Logf("%d squeue calls for %d polls of 8 jobs", calls, polls)
 	}
 }
 
@@ -350,5 +405,45 @@ func TestSlurmStatePhases(t *testing.T) {
 	}
 	if _, ok := phase("WHATEVER"); ok {
 		t.Errorf("an unknown state was mapped")
+	}
+}
+
+// TestSlurmExampleConfig: the example config's keys are the engine's.
+func TestSlurmExampleConfig(t *testing.T) {
+	path := filepath.Join("..", "..", "configs", "examples", "engines", "slurm.jsonc")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := source.Parse(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := configs.Object(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["class"] != "bench.engines.SlurmEngine" {
+		t.Errorf("class %v", m["class"])
+	}
+	own, common := map[string]any{}, map[string]any{}
+	for k, v := range m["config"].(map[string]any) {
+		switch k {
+		case "bench", "workdir", "poll_interval", "hang_timeout", "max_relaunches", "lost_after":
+			common[k] = v
+		default:
+			own[k] = v
+		}
+	}
+	var c engines.Common
+	if err := decode.Into(common, &c); err != nil {
+		t.Errorf("common keys: %v", err)
+	}
+	cfg, err := parseConfig(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TimeLimit != "0:30:00" || cfg.MaxJobs != 16 {
+		t.Errorf("config %+v", cfg)
 	}
 }
