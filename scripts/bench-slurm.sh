@@ -6,7 +6,11 @@
 # DIR)"`), or set BENCH_SLURM_TMP to a shared folder and
 # BENCH_TEST_SLURM_PARTITION to a partition.
 #
-# It prints the wall time and the ideal fraction, then where each trial's
+# The baseline, measured in the same run: the same experiment on the local
+# engine (detached bench exec-trial processes, 8 at once, no Slurm).
+#
+# It prints the wall times, the ideal fractions and Slurm's wall time over
+# the baseline's, then where each Slurm trial's
 # time went, as means per trial from precise file times:
 #   submit->start   bench wrote the batch script .. Slurm created the job's
 #                   log on the node (sbatch, scheduling, job launch): Slurm
@@ -16,8 +20,9 @@
 #   script->outcome the script ended .. the outcome file was written (bench
 #                   exec-trial: results, teardown)
 #   driver          the rest of each slot's time: the driver noticing the
-#                   end (poll_interval), Slurm's job completion, fetching,
-#                   storing, the next suggestion
+#                   outcome file (poll_interval; the engine does not wait
+#                   for Slurm's job completion), fetching, storing, the next
+#                   suggestion, writing and submitting the next job
 # and the same submit->start from Slurm's own SubmitTime/StartTime (whole
 # seconds; their mean is unbiased over many jobs).
 #
@@ -69,15 +74,27 @@ EOF
 cat >"$work/engine.jsonc" <<EOF
 {"class": "bench.engines.SlurmEngine", "config": {$partition "max_jobs": $slots, "time_limit": "10", "poll_interval": "$poll"}}
 EOF
+cat >"$work/local.jsonc" <<EOF
+{"class": "bench.engines.LocalEngine", "config": {"max_jobs": $slots, "poll_interval": "$poll"}}
+EOF
 
-echo "bench-slurm.sh: $n trials of ${sleep_s}s on $slots Slurm slots (poll_interval $poll)" >&2
-t0=$(date +%s.%N)
-if ! (cd "$work" && ./bench --environment env.jsonc --optimizer opt.jsonc --engine engine.jsonc \
-  --experiment_id "$exp" --no-progress) >"$work/bench.log" 2>&1; then
-  cat "$work/bench.log" >&2
-  exit 1
-fi
-t1=$(date +%s.%N)
+# run_exp ENGINE EXPERIMENT: runs the experiment, prints its wall time.
+run_exp() {
+  local a b
+  a=$(date +%s.%N)
+  if ! (cd "$work" && ./bench --environment env.jsonc --optimizer opt.jsonc --engine "$1" \
+    --experiment_id "$2" --no-progress) >"$work/$2.log" 2>&1; then
+    cat "$work/$2.log" >&2
+    exit 1
+  fi
+  b=$(date +%s.%N)
+  awk -v a="$a" -v b="$b" 'BEGIN { print b - a }'
+}
+
+echo "bench-slurm.sh: $n trials of ${sleep_s}s on $slots slots (poll_interval $poll): local engine, then Slurm" >&2
+base_wall=$(run_exp local.jsonc "local-$exp")
+: >"$work/times"
+wall=$(run_exp engine.jsonc "$exp")
 
 jobs="$work/.bench/slurm/$exp"
 # One line per trial: id submit start script_start script_end outcome slurm_submit slurm_start
@@ -96,7 +113,7 @@ scontrol show job -o 2>/dev/null | tr ' ' '\n' | awk -v p="bench-$exp-" '
     echo "$id $(date -d "$st" +%s) $(date -d "$sta" +%s)"
   done >"$work/slurmtimes"
 
-awk -v wall="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v n="$n" -v slots="$slots" -v sl="$sleep_s" '
+awk -v wall="$wall" -v base="$base_wall" -v n="$n" -v slots="$slots" -v sl="$sleep_s" '
   FNR == NR { ss[$1] = $3 - $2; sk++; next }
   {
     k++; sub_start += $3 - $2; start_script += $4 - $3; script += $5 - $4; script_out += $6 - $5
@@ -105,15 +122,17 @@ awk -v wall="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v n="$n" -v 
   }
   END {
     ideal = n * sl / slots
-    printf "wall %.2f s, ideal %.2f s: ideal fraction %.3f (overhead %.2f s)\n", wall, ideal, ideal / wall, wall - ideal
-    printf "per trial (mean of %d):\n", k
+    printf "local engine (baseline): wall %.2f s, ideal %.2f s: ideal fraction %.3f\n", base, ideal, ideal / base
+    printf "Slurm engine:            wall %.2f s, ideal %.2f s: ideal fraction %.3f (overhead %.2f s)\n", wall, ideal, ideal / wall, wall - ideal
+    printf "Slurm/local wall time:   %.2f\n", wall / base
+    printf "Slurm engine, per trial (mean of %d):\n", k
     driver = wall * slots / k - total / k
     printf "  submit->start    %6.3f s  (Slurm: sbatch, scheduling, launch; Slurm own SubmitTime->StartTime %.3f s over %d jobs)\n", sub_start / k, (sn ? slurm / sn : -1), sn
     printf "  start->script    %6.3f s  (bench exec-trial startup, environment setup)\n", start_script / k
     printf "  script           %6.3f s  (the trial itself)\n", script / k
     printf "  script->outcome  %6.3f s  (bench exec-trial finishing)\n", script_out / k
-    printf "  driver           %6.3f s  (poll, Slurm job completion, fetch, store, next suggestion)\n", driver
+    printf "  driver           %6.3f s  (noticing the outcome: poll_interval; fetch, store, next suggestion, next sbatch call)\n", driver
     o = wall * slots / k - script / k
-    printf "shares of the per-trial overhead (%.3f s): Slurm submit->start %.0f%%, bench far side %.0f%%, driver+completion %.0f%%\n",
+    printf "shares of the per-trial overhead (%.3f s): Slurm submit->start %.0f%%, bench far side %.0f%%, bench driver %.0f%%\n",
       o, 100 * (sub_start / k) / o, 100 * ((start_script + script_out) / k) / o, 100 * driver / o
   }' "$work/slurmtimes" "$work/rows"
