@@ -316,6 +316,9 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 	return optimizers.New(spec)
 }
 
+// LoadSchedulerConfig reads the scheduler config (see schedulerConfig).
+func (r *Run) LoadSchedulerConfig() (schedulers.Config, error) { return r.schedulerConfig() }
+
 // schedulerConfig reads the scheduler config (default: bench's parallel
 // scheduler) with the globals merged in; the schedulers package decodes
 // and checks it.

@@ -95,6 +95,10 @@ type Config struct {
 	CPUSlots     int
 	CoresPerSlot int
 	PinCores     bool
+	// DriverOnly runs no trial in this process: the driver only suggests,
+	// for bench worker processes and network workers to run (local_trials
+	// false, --no-local-trials).
+	DriverOnly bool
 	// Engine runs the trials on an execution engine (engine: the path of
 	// an engine config, or the config object itself; nil: in this
 	// process). See the engines package.
@@ -127,6 +131,7 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"cores_per_slot":            int64(0),
 		"pin_cores":                 false,
 		"engine":                    "",
+		"local_trials":              true,
 	}
 }
 
@@ -191,10 +196,11 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 			*it.dst = v
 		}
 	}
+	localTrials := true
 	bools := []struct {
 		key string
 		dst *bool
-	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}}
+	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}, {"local_trials", &localTrials}}
 	for _, it := range bools {
 		v, ok := toBool(cfg[it.key])
 		if !ok {
@@ -202,6 +208,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 		}
 		*it.dst = v
 	}
+	out.DriverOnly = !localTrials
 	// --no-teardown always wins over the scheduler config.
 	out.Teardown = out.Teardown && teardown
 	durs := []struct {

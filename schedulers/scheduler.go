@@ -198,6 +198,9 @@ func (s *Scheduler) planned() int {
 // concurrency is how many trials run at once: one for mlos_bench's
 // SyncScheduler, else every runner, bounded by the device slots.
 func (s *Scheduler) concurrency() int {
+	if s.cfg.DriverOnly && !s.o.Worker {
+		return 0
+	}
 	n := len(s.runners)
 	if !s.cfg.Parallel {
 		n = 1
@@ -533,6 +536,11 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 			d.others = true
 			return true, nil
 		}
+	}
+	if s.cfg.DriverOnly && d.notDone() && d.stopErr == nil {
+		// Only workers run trials: wait for them to come.
+		d.others = true
+		return true, nil
 	}
 	return false, nil
 }
