@@ -236,7 +236,7 @@ func TestSlurmConcurrent(t *testing.T) {
 	}
 	var refs []engines.Ref
 	for i := 1; i <= 8; i++ {
-		refs = append(refs, submit(t, e, i, "4", ""))
+		refs = append(refs, submit(t, e, i, "6", ""))
 	}
 	var (
 		wg    sync.WaitGroup
