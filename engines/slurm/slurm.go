@@ -244,7 +244,11 @@ func New(_ context.Context, p engines.Params) (engines.Engine, error) {
 	}
 	e.workdir = p.Common.WorkDir
 	if e.workdir == "" {
-		e.workdir = filepath.Join(".bench", "slurm", nameBad.ReplaceAllString(p.ExperimentID, "_"))
+		exp := nameBad.ReplaceAllString(p.ExperimentID, "_")
+		if strings.Trim(exp, ".") == "" {
+			exp = "_" + exp
+		}
+		e.workdir = filepath.Join(".bench", "slurm", exp)
 	}
 	if !filepath.IsAbs(e.workdir) {
 		e.workdir = filepath.Join(p.Dir, e.workdir)
