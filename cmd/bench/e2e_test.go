@@ -557,3 +557,18 @@ func TestResumeWithRepeats(t *testing.T) {
 		t.Errorf("%d trials of %d configurations (at most %d runs each); want 8 of 4, 2 each", trials, configs, maxPer)
 	}
 }
+
+// TestSortGzipExample: the sort-gzip example tunes for bench's built-in
+// wall time with no results file of its own.
+func TestSortGzipExample(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	r := runBench(t, dir, "--config", filepath.Join(root, "configs/examples/sort-gzip/cli.jsonc"),
+		"--config_path", filepath.Join(root, "configs/examples"), "--max_suggestions", "3", "--no-progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "bench.sortgz.run.wall_s=") || !strings.Contains(r.stdout, "3 succeeded") {
+		t.Errorf("summary:\n%s", r.stdout)
+	}
+}
