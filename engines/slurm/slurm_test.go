@@ -113,11 +113,24 @@ func final(st engines.State) bool { return st.Phase.Final() }
 // and outcome paths, is Done, and its outcome and log come back.
 func TestSlurmSubmitPollFetch(t *testing.T) {
 	t.Parallel()
-	e := newTestEngine(t, map[string]any{"time_limit": "10", "cpus_per_task": 1, "mem": "100M"})
+	e := newTestEngine(t, map[string]any{"time_limit": "10", "cpus_per_task": 2, "mem": "100M",
+		"sbatch_args": []any{"--comment=from-bench", "--nice=5"}})
 	job := submit(t, e, 1, "1", "")
 	var r ref
 	if err := json.Unmarshal(job, &r); err != nil || r.JobID == "" || r.Request == "" || r.Outcome == "" || r.Log == "" {
 		t.Fatalf("ref %s: %v", job, err)
+	}
+	// The options reached Slurm.
+	show, err := run(context.Background(), "scontrol", "show", "job", "-o", r.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := fields(show)
+	for k, want := range map[string]string{"JobName": "bench-T-1", "TimeLimit": "00:10:00", "MinMemoryNode": "100M",
+		"NumCPUs": "2", "Comment": "from-bench", "Nice": "5", "WorkDir": e.dir, "StdOut": r.Log} {
+		if kv[k] != want {
+			t.Errorf("scontrol show job: %s=%q, want %q", k, kv[k], want)
+		}
 	}
 	if fi, err := os.Stat(r.Request); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("request file %s: %v %v", r.Request, fi.Mode(), err)
