@@ -14,6 +14,7 @@ import (
 
 	// The execution engines bench knows (each registers its classes).
 	_ "github.com/benchtune/bench/engines/local"
+	_ "github.com/benchtune/bench/engines/slurm"
 	_ "github.com/benchtune/bench/engines/sshpool"
 )
 
