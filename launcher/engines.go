@@ -4,4 +4,5 @@ package launcher
 // engines package).
 import (
 	_ "github.com/benchtune/bench/engines"
+	_ "github.com/benchtune/bench/engines/awsbatch" // AWS Batch; the s3:// scheme of requests and outcomes
 )
