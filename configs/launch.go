@@ -12,6 +12,9 @@ import (
 // Args are the launcher options of `bench run` (mlos_bench's command line),
 // as parsed by ParseArgs.
 type Args struct {
+	// Argv is the command line as given (bench exec-trial's requests carry
+	// it, secrets left out).
+	Argv                          []string
 	Config                        string
 	LogFile                       string
 	LogLevel                      string
@@ -125,6 +128,7 @@ var Options = []Option{
 	{names: []string{"--trial_idle_timeout", "--trial-idle-timeout"}, kind: optString, global: "trial_idle_timeout", meta: "DURATION", help: "stop a trial as TIMED_OUT when it prints nothing and writes no telemetry for this long, e.g. 10m (bench only; default off)"},
 	{names: []string{"--no_reuse", "--no-reuse"}, kind: optFlag, global: "reuse", flagValue: false, help: "always run a trial, even when an identical one (same configuration and repeat) already succeeded in the experiment (bench only)"},
 	{names: []string{"--reuse_from", "--reuse-from"}, kind: optString, global: "reuse_from", meta: "EXPERIMENT", help: "also reuse results of identical trials of this experiment, when its environment config and git commit match (bench only)"},
+	{names: []string{"--engine"}, kind: optString, global: "engine", meta: "FILE", help: "run the trials on an execution engine: an engine config (Slurm, AWS Batch, an SSH host pool, detached local processes); see docs/engines.md (bench only)"},
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }
 
@@ -154,7 +158,7 @@ func looksLikeValue(a string) bool {
 // list options taking one or more values (repeatable, extending), and any
 // other "--key value" or "--key=value" kept as an extra global.
 func ParseArgs(argv []string) (*Args, error) {
-	a := &Args{}
+	a := &Args{Argv: append([]string(nil), argv...)}
 	var extra []string
 	for i := 0; i < len(argv); i++ {
 		arg := argv[i]

@@ -47,6 +47,7 @@ const (
 	KindStorage       Kind = "storage"
 	KindTunableParams Kind = "tunable-params"
 	KindTunableValues Kind = "tunable-values"
+	KindEngine        Kind = "engine"
 )
 
 // ValidateFunc validates a document against the schema of a kind.

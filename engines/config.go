@@ -141,3 +141,20 @@ func New(ctx context.Context, spec Spec, p Params) (Engine, error) {
 func commonKeys() map[string]bool {
 	return map[string]bool{"bench": true, "workdir": true, "poll_interval": true, "hang_timeout": true, "max_relaunches": true, "lost_after": true}
 }
+
+// CommonOf decodes the common keys of an engine config, defaults filled in.
+func CommonOf(spec Spec) (Common, error) {
+	common := map[string]any{}
+	keys := commonKeys()
+	for k, v := range spec.Config {
+		if keys[k] {
+			common[k] = v
+		}
+	}
+	var c Common
+	if err := decode.Into(common, &c); err != nil {
+		return c, fmt.Errorf("engine %s: %w", spec.Class, err)
+	}
+	c.Defaults()
+	return c, nil
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/benchtune/bench/configs"
 )
 
 // Request is one trial as `bench exec-trial` gets it: the driver's launcher
@@ -93,4 +95,24 @@ func JobName(experimentID string, trialID int) string {
 		n = n[:100]
 	}
 	return n
+}
+
+// SafeArgs returns argv without the values of extra "--key value" or
+// "--key=value" arguments whose key names a secret (a request is stored
+// with the trial; secrets belong in --globals files).
+func SafeArgs(argv []string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		name, _, inline := strings.Cut(a, "=")
+		key := strings.TrimLeft(name, "-")
+		if strings.HasPrefix(a, "--") && configs.IsSecretKey(key) {
+			if !inline && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "--") {
+				i++
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/schedulers"
@@ -47,6 +48,7 @@ type Run struct {
 
 	schedulerHasID bool // the scheduler config file sets experiment_id
 
+	engine   engines.Engine // nil: trials run in this process
 	builders []*environments.Builder
 	bases    []*services.Stack // the LocalExecService layer under each runner's services
 	log      *slog.Logger
@@ -100,20 +102,18 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		return nil, err
 	}
 	r.SchedulerConfig = schedCfg
-	for id := 1; id <= schedCfg.NumTrialRunners; id++ {
-		globals := maps.Clone(l.Globals)
-		globals["trial_runner_id"] = int64(id)
-		b := environments.NewBuilder(l.Loader)
-		r.builders = append(r.builders, b)
-		stack, err := r.baseServices(ctx, b, globals)
+	localRunners := schedCfg.NumTrialRunners
+	if schedCfg.Engine != nil {
+		// The trials run on the engine; one local copy of the environment
+		// gives the tunables and checks the configs.
+		localRunners = 1
+	}
+	for id := 1; id <= localRunners; id++ {
+		lr, err := r.BuildRunner(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil)
-		if err != nil {
-			return nil, err
-		}
-		r.Runners = append(r.Runners, schedulers.NewLocalRunner(id, env))
+		r.Runners = append(r.Runners, lr)
 	}
 
 	if r.Tunables, err = r.initialTunables(); err != nil {
@@ -173,9 +173,16 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	for i, lr := range r.Runners {
 		runners[i] = lr
 	}
+	owner := schedulers.NewOwner()
+	if schedCfg.Engine != nil {
+		if runners, err = r.engineRunners(ctx, schedCfg, owner, o.Logger); err != nil {
+			return nil, err
+		}
+	}
 	st := r.Storage
 	expID := r.ExperimentID
 	r.Scheduler, err = schedulers.New(schedCfg, runners, r.Optimizer, r.Experiment, schedulers.Options{
+		Owner:    owner,
 		Observer: o.Observer, Logger: o.Logger, Globals: l.Globals, Tunables: r.Runners[0].Env.Tunables(),
 		Devices: pool, Worker: o.Worker, ReuseFrom: reuseFrom,
 		ExperimentStatus: func(ctx context.Context) (trial.Status, error) {
@@ -190,6 +197,26 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		return nil, err
 	}
 	return r, nil
+}
+
+// BuildRunner loads the root environment with its services for trial
+// runner id and returns a runner over it (bench run builds one per
+// num_trial_runners; bench exec-trial builds one).
+func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner, error) {
+	l := r.Launch
+	globals := maps.Clone(l.Globals)
+	globals["trial_runner_id"] = int64(id)
+	b := environments.NewBuilder(l.Loader)
+	r.builders = append(r.builders, b)
+	stack, err := r.baseServices(ctx, b, globals)
+	if err != nil {
+		return nil, err
+	}
+	env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil)
+	if err != nil {
+		return nil, err
+	}
+	return schedulers.NewLocalRunner(id, env), nil
 }
 
 // baseServices builds the LocalExecService every stack starts with, then
@@ -357,22 +384,33 @@ func gitInfo(path string) (repo, commit string) {
 // storage config has (e.g. a "password" from a globals file). With
 // readOnly, a missing SQLite file is an error instead of being created.
 func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globals map[string]any, readOnly bool) (storage.Storage, error) {
+	cfg, err := StorageConfig(loader, spec, globals)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NoCreate = readOnly
+	return storage.Open(ctx, cfg)
+}
+
+// StorageConfig reads the storage config spec names (default: the SQLite
+// file bench.sqlite) with the globals merged in.
+func StorageConfig(loader *configs.Loader, spec string, globals map[string]any) (storage.Config, error) {
 	cfg := storage.DefaultConfig()
 	if spec != "" {
 		doc, err := loader.Load(spec, configs.KindStorage)
 		if err != nil {
-			return nil, err
+			return cfg, err
 		}
 		class := doc.Root.Get("class").Str
 		if err := storage.CheckClass(class); err != nil {
-			return nil, doc.Errorf([]string{"class"}, "%v", err)
+			return cfg, doc.Errorf([]string{"class"}, "%v", err)
 		}
 		m, _ := doc.Root.Get("config").Value().(map[string]any)
 		if m == nil {
 			m = map[string]any{}
 		}
 		if err := configs.MergeParameters(m, globals, nil, ""); err != nil {
-			return nil, err
+			return cfg, err
 		}
 		for _, key := range resolvePaths(doc.Root.Get("resolve_config_property_paths")) {
 			if s, ok := m[key].(string); ok && key == "database" && s != ":memory:" {
@@ -382,15 +420,10 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 			}
 		}
 		if cfg, err = storage.DecodeConfig(class, m); err != nil {
-			return nil, doc.Errorf([]string{"config"}, "%v", err)
+			return cfg, doc.Errorf([]string{"config"}, "%v", err)
 		}
 	}
-	cfg.NoCreate = readOnly
-	st, err := storage.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
+	return cfg, nil
 }
 
 func resolvePaths(n *json5.Node) []string {
@@ -416,6 +449,9 @@ func resolvePaths(n *json5.Node) []string {
 // Close releases storage and services.
 func (r *Run) Close() error {
 	var errs []error
+	if r.engine != nil {
+		errs = append(errs, r.engine.Close())
+	}
 	for _, b := range r.builders {
 		errs = append(errs, b.Close())
 	}

@@ -95,6 +95,10 @@ type Config struct {
 	CPUSlots     int
 	CoresPerSlot int
 	PinCores     bool
+	// Engine runs the trials on an execution engine (engine: the path of
+	// an engine config, or the config object itself; nil: in this
+	// process). See the engines package.
+	Engine any
 }
 
 // defaults are the config keys with their defaults; globals override the
@@ -122,6 +126,7 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"cpu_slots":                 int64(0),
 		"cores_per_slot":            int64(0),
 		"pin_cores":                 false,
+		"engine":                    "",
 	}
 }
 
@@ -219,6 +224,17 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	}
 	if v := cfg["gpus"]; v != nil {
 		out.GPUs = strings.TrimSpace(configs.PyStr(v))
+	}
+	switch e := cfg["engine"].(type) {
+	case string:
+		if strings.TrimSpace(e) != "" {
+			out.Engine = strings.TrimSpace(e)
+		}
+	case map[string]any:
+		out.Engine = e
+	case nil:
+	default:
+		bad("engine", "engine must be the path of an engine config or an engine config object, got %v", configs.PyStr(e))
 	}
 	if len(errs) > 0 {
 		return out, errs[0]

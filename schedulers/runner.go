@@ -8,6 +8,7 @@ import (
 
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -33,15 +34,19 @@ type Spec struct {
 	// TelemetryInterval samples the CPU time and memory of the trial's
 	// processes into its telemetry this often (0: off; services.Sampler).
 	TelemetryInterval time.Duration
+	// Attach records the engine job the trial runs as, after each
+	// submission (runners on execution engines call it; nil: nothing is
+	// recorded). An error means the trial is no longer this process's: the
+	// runner should cancel the job and return.
+	Attach func(ctx context.Context, h Handle) error
 }
 
-// Handle identifies a trial that runs outside bench's process (a batch job,
-// a remote task) so that a restarted bench can re-attach to it instead of
-// running it again. Local runners have none.
-type Handle struct {
-	Runner string `json:"runner"`
-	Data   []byte `json:"data"`
-}
+// Handle identifies a trial that runs outside bench's process (a batch
+// job, a process on another host) so that a restarted bench can re-attach
+// to it instead of running it again: the engine's name, its reference to
+// the job, and the exact request it was submitted with. Local runners
+// have none.
+type Handle = storage.EngineJob
 
 // Runner runs trials, one at a time, to an outcome (the shape of a Nomad
 // task driver). Run never panics on the trial's behalf and never returns an
@@ -59,11 +64,16 @@ type Runner interface {
 	Close() error
 }
 
-// Recoverer is implemented by runners whose trials outlive a bench process:
-// Recover re-attaches to the trial a stored handle names and waits for its
-// outcome.
+// Recoverer is implemented by runners whose trials outlive a bench
+// process: Recover re-attaches to the job a stored handle names (instead of
+// running the trial again) and waits for its outcome, as Run does.
+// Interrupted (ctx cancelled without a cause of its own), Run and Recover
+// leave the job running, so that the next bench re-attaches to it.
 type Recoverer interface {
-	Recover(ctx context.Context, h Handle) (trial.Outcome, error)
+	Runner
+	// Engine is the name of the engine whose handles Recover takes.
+	Engine() string
+	Recover(ctx context.Context, spec Spec, h Handle) trial.Outcome
 }
 
 // LocalRunner runs trials on its own copy of the environment in this

@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -289,6 +290,9 @@ type job struct {
 	slot   *devices.Slot
 	cancel context.CancelCauseFunc
 	act    *services.Activity
+	// attached is set once the trial's engine job is recorded (the far
+	// side may then store the outcome itself).
+	attached atomic.Bool
 }
 
 // done is what a trial's goroutine reports.
@@ -909,6 +913,14 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		spec.Activity = j.act
 	}
 	spec.TelemetryInterval = s.cfg.TelemetryInterval
+	id := t.ID
+	spec.Attach = func(ctx context.Context, h Handle) error {
+		err := s.exp.SetJob(ctx, id, h)
+		if err == nil {
+			j.attached.Store(true)
+		}
+		return err
+	}
 	jctx, cancel := context.WithCancelCause(ctx)
 	j.cancel = cancel
 	d.running[t.ID] = j
@@ -932,7 +944,18 @@ func (d *dispatch) startStored(ctx context.Context, id, runnerID int) error {
 func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 	s := d.s
 	defer j.cancel(nil)
-	out := j.runner.Run(jctx, spec)
+	var out trial.Outcome
+	if rec, ok := j.runner.(Recoverer); ok && j.t.Job != nil && j.t.Job.Engine == rec.Engine() {
+		// The trial's job outlived an earlier bench: follow it.
+		s.log.Info("re-attaching to the trial's running job", "trial", j.t.ID, "engine", j.t.Job.Engine, "job", j.t.Job.Ref)
+		out = rec.Recover(jctx, spec, *j.t.Job)
+	} else {
+		if j.t.Job != nil {
+			s.log.Warn("the trial ran as a job of another engine that this run does not use; running it again here",
+				"trial", j.t.ID, "engine", j.t.Job.Engine, "job", j.t.Job.Ref)
+		}
+		out = j.runner.Run(jctx, spec)
+	}
 	if ctx.Err() != nil {
 		// Interrupted: leave the trial unfinished so that a resume runs it
 		// again; nothing of this partial run is stored.
@@ -947,7 +970,20 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		}
 	}
 	err := s.exp.Finish(context.WithoutCancel(ctx), j.t.ID, out)
+	if errors.Is(err, storage.ErrFinished) && (j.t.Job != nil || j.attached.Load()) {
+		// The job's far side stored the outcome itself (shared storage):
+		// that is the trial's outcome.
+		if stored, lerr := s.exp.Trial(context.WithoutCancel(ctx), j.t.ID); lerr == nil {
+			out, err = storedOutcome(stored), nil
+		}
+	}
 	d.results <- done{j: j, out: out, storeErr: err}
+}
+
+// storedOutcome is the outcome a trial has in storage.
+func storedOutcome(t storage.TrialDetail) trial.Outcome {
+	return trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results),
+		Telemetry: t.Telemetry, Output: t.Output, FailureReason: t.FailureReason}
 }
 
 // finished handles a trial's end in the dispatcher.

@@ -159,7 +159,7 @@ func strongStructure(root *json5.Node) (Kind, bool) {
 			for _, p := range []struct {
 				word string
 				kind Kind
-			}{{"environments", Environment}, {"optimizers", Optimizer}, {"schedulers", Scheduler}, {"services", Service}, {"storage", Storage}} {
+			}{{"environments", Environment}, {"optimizers", Optimizer}, {"schedulers", Scheduler}, {"services", Service}, {"storage", Storage}, {"engines", Engine}} {
 				if slices.Contains(parts, p.word) {
 					return p.kind, true
 				}

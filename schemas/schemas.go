@@ -43,7 +43,9 @@ const (
 	Storage       Kind = "storage"
 	TunableParams Kind = "tunable-params"
 	TunableValues Kind = "tunable-values"
-	Unified       Kind = "unified"
+	// Engine is bench's own: an execution engine config.
+	Engine  Kind = "engine"
+	Unified Kind = "unified"
 )
 
 // rootFiles maps each kind to its root schema file, relative to FS().
@@ -57,12 +59,13 @@ var rootFiles = map[Kind]string{
 	Storage:       "storage/storage-schema.json",
 	TunableParams: "tunables/tunable-params-schema.json",
 	TunableValues: "tunables/tunable-values-schema.json",
+	Engine:        "engines/engine-schema.json",
 	Unified:       "mlos-bench-config-schema.json",
 }
 
 // Kinds returns every kind, Unified last.
 func Kinds() []Kind {
-	return []Kind{CLI, Globals, Environment, Service, Optimizer, Scheduler, Storage, TunableParams, TunableValues, Unified}
+	return []Kind{CLI, Globals, Environment, Service, Optimizer, Scheduler, Storage, TunableParams, TunableValues, Engine, Unified}
 }
 
 // SchemaPath returns the path of the kind's root schema file inside FS() (and

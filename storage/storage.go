@@ -105,6 +105,9 @@ type Experiment interface {
 	NewTrial(ctx context.Context, spec TrialSpec) (Trial, error)
 	// SetTrialRunner assigns an unfinished trial to a trial runner (1..N).
 	SetTrialRunner(ctx context.Context, trialID, runnerID int) error
+	// SetJob records the engine job an unfinished trial runs as (after
+	// each submission). Through an owner's view only the owner may.
+	SetJob(ctx context.Context, trialID int, job EngineJob) error
 	// UpdateStatus records a non-final status (PENDING, READY, RUNNING) of
 	// an unfinished trial at ts (zero: now) and adds it to the status
 	// history. Moving to RUNNING sets the trial's start time to ts. A
@@ -317,6 +320,24 @@ type Trial struct {
 	ReusedFrom *TrialRef `json:"reused_from,omitempty"`
 	// StopRequested tells that RequestStop asked this trial to stop.
 	StopRequested bool `json:"stop_requested,omitempty"`
+	// Job is the trial's job on an execution engine (nil: it ran in a
+	// bench process).
+	Job *EngineJob `json:"engine_job,omitempty"`
+}
+
+// EngineJob is a trial's job on an execution engine (Slurm, AWS Batch, an
+// SSH host pool): enough to poll it again after a restart and to submit
+// it again after a hang.
+type EngineJob struct {
+	// Engine is the engine's name.
+	Engine string `json:"engine"`
+	// Ref is the engine's reference to the current job (JSON).
+	Ref string `json:"ref"`
+	// Request is the exact request the job was submitted with (JSON,
+	// without secrets).
+	Request string `json:"request,omitempty"`
+	// Submits counts submissions of the request (relaunches included).
+	Submits int `json:"submits"`
 }
 
 // Finished reports whether the trial has its final status.

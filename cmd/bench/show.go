@@ -66,6 +66,13 @@ func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
 	if d.ReusedFrom != nil {
 		fmt.Fprintf(w, "Reused the result of trial %d of experiment %s (an identical trial: same configuration and repeat)\n", d.ReusedFrom.TrialID, d.ReusedFrom.ExperimentID)
 	}
+	if d.Job != nil {
+		times := "once"
+		if d.Job.Submits != 1 {
+			times = fmt.Sprintf("%d times (relaunched)", d.Job.Submits)
+		}
+		fmt.Fprintf(w, "Ran as a %s job, submitted %s: %s\n", d.Job.Engine, times, d.Job.Ref)
+	}
 	if !d.Finished() && d.Owner != "" {
 		fmt.Fprintf(w, "Running in bench process %s (lease until %s)\n", d.Owner, d.LeaseUntil.Local().Format(time.RFC3339))
 	}

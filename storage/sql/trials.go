@@ -306,6 +306,27 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	})
 }
 
+func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.EngineJob) error {
+	if job.Engine == "" {
+		return fmt.Errorf("%w: trial %d: an engine job needs the engine's name", storage.ErrInvalid, trialID)
+	}
+	cond, condArgs := e.owned()
+	return e.s.write(ctx, func(r runner) error {
+		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.info.ID, trialID}, condArgs...)...)
+		if err != nil {
+			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
+		}
+		if ok, err := affected(res); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return e.unchanged(ctx, r, trialID, true)
+		}
+		return nil
+	})
+}
+
 func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial.Status, ts time.Time) error {
 	switch status {
 	case trial.PENDING, trial.READY, trial.RUNNING:
@@ -534,7 +555,8 @@ func statusIn(sts []trial.Status) string {
 }
 
 const trialCols = `t.trial_id, t.config_id, c.config_hash, t.trial_runner_id, t.status, t.ts_start, t.ts_end, t.failure_reason,
-	t.owner, t.lease_until, t.retry_of, t.reused_exp_id, t.reused_trial_id, t.stop_requested`
+	t.owner, t.lease_until, t.retry_of, t.reused_exp_id, t.reused_trial_id, t.stop_requested,
+	t.engine, t.engine_job, t.engine_request, t.engine_submits`
 
 // loadTrials loads the trials of the experiment that where (on table t)
 // selects, ordered by id, at most limit of them (0: all), with their
@@ -618,13 +640,17 @@ type trialRow struct {
 	runner, retry, reusedTrial dbsql.NullInt64
 	start, end, lease, stop    dbTime
 	reason, owner, reusedExp   dbsql.NullString
+	engine, engineJob          dbsql.NullString
+	engineRequest              dbsql.NullString
+	engineSubmits              dbsql.NullInt64
 	dest                       []any
 }
 
 func newTrialRow() *trialRow {
 	r := &trialRow{}
 	r.dest = []any{&r.id, &r.configID, &r.hash, &r.runner, &r.status, &r.start, &r.end, &r.reason,
-		&r.owner, &r.lease, &r.retry, &r.reusedExp, &r.reusedTrial, &r.stop}
+		&r.owner, &r.lease, &r.retry, &r.reusedExp, &r.reusedTrial, &r.stop,
+		&r.engine, &r.engineJob, &r.engineRequest, &r.engineSubmits}
 	return r
 }
 
@@ -647,6 +673,9 @@ func (e *experiment) scanTrial(rows *dbsql.Rows, r *trialRow) (storage.Trial, er
 	}
 	if r.end.valid {
 		t.Results = storage.Metrics{}
+	}
+	if r.engine.Valid {
+		t.Job = &storage.EngineJob{Engine: r.engine.String, Ref: r.engineJob.String, Request: r.engineRequest.String, Submits: int(r.engineSubmits.Int64)}
 	}
 	return t, nil
 }
