@@ -203,7 +203,7 @@ func newEngine(ctx context.Context, p engines.Params, opt func(*aws.Config)) (*E
 		prefix:       strings.Trim(c.Prefix, "/"),
 		submitted:    map[string]time.Time{},
 	}
-	if exe, err := os.Executable(); e.bench == "" || (err == nil && e.bench == exe) {
+	if e.bench == "" || isDriverExe(e.bench) {
 		// Common.Defaults fills in this binary's path, which means
 		// nothing in a container: there the default is bench on the
 		// image's PATH.
@@ -229,6 +229,13 @@ func newEngine(ctx context.Context, p engines.Params, opt func(*aws.Config)) (*E
 // DescribeJobs call: a fifth of the poll interval, between 5 and 200 ms.
 func describeWindow(poll time.Duration) time.Duration {
 	return min(max(poll/5, 5*time.Millisecond), 200*time.Millisecond)
+}
+
+// isDriverExe reports whether path is this process's own executable (the
+// default of Common.Bench).
+func isDriverExe(path string) bool {
+	exe, err := os.Executable()
+	return err == nil && path == exe
 }
 
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
@@ -656,6 +663,11 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 	}
 	if len(argv) == 0 {
 		return nil, errors.New("aws_batch: pilots need a command")
+	}
+	if isDriverExe(argv[0]) {
+		// bench pilots starts argv with Common.Bench, whose default is
+		// the driver's path: in the container, bench is e.bench.
+		argv = append([]string{e.bench}, argv[1:]...)
 	}
 	in := &batch.SubmitJobInput{
 		JobName:            aws.String(batchJobName(name)),
