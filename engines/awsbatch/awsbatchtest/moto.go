@@ -174,6 +174,16 @@ func (s *Server) Log(lines int) string {
 	return tail(string(b), lines)
 }
 
+// Count counts the requests moto logged for an API path (such as
+// "/v1/submitjob").
+func (s *Server) Count(path string) int {
+	b, err := os.ReadFile(filepath.Join(s.dir, "moto", "moto.log"))
+	if err != nil {
+		return -1
+	}
+	return strings.Count(string(b), `"POST `+path+` HTTP/`)
+}
+
 // Stop stops moto and the fake Docker.
 func (s *Server) Stop() {
 	down := exec.Command(s.script, "down", s.dir)
@@ -366,6 +376,12 @@ func createRole(t testing.TB, ep, name string) string {
 		t.Fatalf("moto: CreateRole: no Arn in %s", body)
 	}
 	return s[i+len("<Arn>") : j]
+}
+
+// ListJobsInput lists all the jobs of a queue, whatever their status.
+func ListJobsInput(queue string) *batch.ListJobsInput {
+	return &batch.ListJobsInput{JobQueue: aws.String(queue),
+		Filters: []btypes.KeyValuesPair{{Name: aws.String("JOB_NAME"), Values: []string{"*"}}}}
 }
 
 // Job is what a Batch job's description says about the job.
