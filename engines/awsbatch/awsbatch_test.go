@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/engines/awsbatch/awsbatchtest"
 	"github.com/benchtune/bench/internal/decode"
@@ -696,5 +700,33 @@ func TestBatchJobName(t *testing.T) {
 		if got := batchJobName(in); got != want {
 			t.Errorf("batchJobName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestExampleConfig: configs/examples/engines/aws-batch.jsonc builds an
+// engine with the keys it shows.
+func TestExampleConfig(t *testing.T) {
+	p := filepath.Join("..", "..", "configs", "examples", "engines", "aws-batch.jsonc")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := source.Parse(p, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := configs.Object(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := m["config"].(map[string]any)
+	eng, err := engines.New(t.Context(), engines.Spec{Class: m["class"].(string), Config: cfg}, engines.Params{Slots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	e := eng.(*Engine)
+	if e.Slots() != 16 || e.bench != "bench" || e.inlineLimit != 4096 || *e.cfg.TimeoutS != 3600 || e.prefix != "bench" {
+		t.Errorf("engine from the example: slots %d, bench %q, inline %d, config %+v", e.Slots(), e.bench, e.inlineLimit, e.cfg)
 	}
 }
