@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,13 +23,12 @@ import (
 // request in BENCH_REQUEST or S3, AWS_ENDPOINT_URL pointing at moto's S3
 // for the outcome). Its output goes to logDir/<n>.log.
 func benchContainer(logDir string) awsbatchtest.RunFunc {
-	n := 0
+	var n atomic.Int32 // containers started
 	return func(ctx context.Context, argv, env []string) int {
 		if len(argv) == 0 || argv[0] != "bench" {
 			return 127
 		}
-		n++
-		logf, err := os.Create(filepath.Join(logDir, fmt.Sprintf("container-%d.log", n)))
+		logf, err := os.Create(filepath.Join(logDir, fmt.Sprintf("container-%d.log", n.Add(1))))
 		if err != nil {
 			return 126
 		}
@@ -45,8 +45,14 @@ func benchContainer(logDir string) awsbatchtest.RunFunc {
 		go func() {
 			select {
 			case <-ctx.Done():
-				// TerminateJob: the container's processes are killed.
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				// TerminateJob: like ECS, SIGTERM, then SIGKILL after a
+				// grace period (ECS: the container's stopTimeout, 30 s).
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				}
 			case <-done:
 			}
 		}()
