@@ -301,18 +301,20 @@ func setUp(t testing.TB, s *Server, suffix string) *Fixture {
 		JobQueue: "bench-queue" + suffix, JobDefinition: "bench-jobdef" + suffix, Bucket: "bench-outcomes" + suffix,
 	}
 	role := createRole(t, ep, "bench-batch-service"+suffix)
-	ce, err := f.Batch.CreateComputeEnvironment(ctx, &batch.CreateComputeEnvironmentInput{
-		ComputeEnvironmentName: aws.String("bench-ce" + suffix), Type: btypes.CETypeUnmanaged,
+	// "already exists" is success: the SDK retries a call whose answer
+	// was lost, and moto on a loaded machine can be slow enough for that.
+	ceName := "bench-ce" + suffix
+	if _, err := f.Batch.CreateComputeEnvironment(ctx, &batch.CreateComputeEnvironmentInput{
+		ComputeEnvironmentName: aws.String(ceName), Type: btypes.CETypeUnmanaged,
 		ServiceRole: aws.String(role),
-	})
-	if err != nil {
+	}); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("moto: CreateComputeEnvironment: %v\nmoto log:\n%s", err, s.Log(30))
 	}
 	if _, err := f.Batch.CreateJobQueue(ctx, &batch.CreateJobQueueInput{
 		JobQueueName: aws.String(f.JobQueue), Priority: aws.Int32(1), State: btypes.JQStateEnabled,
-		ComputeEnvironmentOrder: []btypes.ComputeEnvironmentOrder{{Order: aws.Int32(1), ComputeEnvironment: ce.ComputeEnvironmentArn}},
-	}); err != nil {
-		t.Fatalf("moto: CreateJobQueue: %v", err)
+		ComputeEnvironmentOrder: []btypes.ComputeEnvironmentOrder{{Order: aws.Int32(1), ComputeEnvironment: aws.String(ceName)}},
+	}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("moto: CreateJobQueue: %v\nmoto log:\n%s", err, s.Log(30))
 	}
 	if _, err := f.Batch.RegisterJobDefinition(ctx, &batch.RegisterJobDefinitionInput{
 		JobDefinitionName: aws.String(f.JobDefinition), Type: btypes.JobDefinitionTypeContainer,
@@ -326,9 +328,9 @@ func setUp(t testing.TB, s *Server, suffix string) *Fixture {
 			Memory: aws.Int32(512),
 		},
 	}); err != nil {
-		t.Fatalf("moto: RegisterJobDefinition: %v", err)
+		t.Fatalf("moto: RegisterJobDefinition: %v\nmoto log:\n%s", err, s.Log(30))
 	}
-	if _, err := f.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(f.Bucket)}); err != nil {
+	if _, err := f.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(f.Bucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
 		t.Fatalf("moto: CreateBucket: %v", err)
 	}
 	return f
