@@ -129,6 +129,12 @@ var Options = []Option{
 	{names: []string{"--no_reuse", "--no-reuse"}, kind: optFlag, global: "reuse", flagValue: false, help: "always run a trial, even when an identical one (same configuration and repeat) already succeeded in the experiment (bench only)"},
 	{names: []string{"--reuse_from", "--reuse-from"}, kind: optString, global: "reuse_from", meta: "EXPERIMENT", help: "also reuse results of identical trials of this experiment, when its environment config and git commit match (bench only)"},
 	{names: []string{"--engine"}, kind: optString, global: "engine", meta: "FILE", help: "run the trials on an execution engine: an engine config (Slurm, AWS Batch, an SSH host pool, detached local processes); see docs/engines.md (bench only)"},
+	{names: []string{"--cgroups"}, kind: optString, global: "cgroups", meta: "off|auto|on", help: "run each runner's commands in a cgroup v2 group and report each trial's CPU and peak memory of the whole process tree as bench.cgroup.* results (bench only; default off)"},
+	{names: []string{"--no_local_trials", "--no-local-trials"}, kind: optFlag, global: "local_trials", flagValue: false, help: "run no trial in this process: only suggest, for bench worker processes and network workers (bench only)"},
+	{names: []string{"--serve"}, kind: optString, global: "serve_listen", meta: "ADDR", help: "also serve the experiment to network workers (bench worker --connect) on ADDR, e.g. :7070; needs --token-file (bench only)"},
+	{names: []string{"--token_file", "--token-file"}, kind: optString, global: "serve_token_file", meta: "FILE", help: "access token file of --serve, bench serve and bench worker --connect (bench only)"},
+	{names: []string{"--tls_cert", "--tls-cert"}, kind: optString, global: "serve_tls_cert", meta: "FILE", help: "serve over TLS with this certificate (PEM), with --tls-key (bench only)"},
+	{names: []string{"--tls_key", "--tls-key"}, kind: optString, global: "serve_tls_key", meta: "FILE", help: "the TLS certificate's key (PEM) (bench only)"},
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }
 

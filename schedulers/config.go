@@ -95,6 +95,14 @@ type Config struct {
 	CPUSlots     int
 	CoresPerSlot int
 	PinCores     bool
+	// Cgroups runs each local runner's commands in a cgroup v2 group of its
+	// own and reports each trial's CPU and peak memory from it (cgroups:
+	// "off", the default, "auto": where possible, "on": required).
+	Cgroups string
+	// DriverOnly runs no trial in this process: the driver only suggests,
+	// for bench worker processes and network workers to run (local_trials
+	// false, --no-local-trials).
+	DriverOnly bool
 	// Engine runs the trials on an execution engine (engine: the path of
 	// an engine config, or the config object itself; nil: in this
 	// process). See the engines package.
@@ -127,6 +135,8 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"cores_per_slot":            int64(0),
 		"pin_cores":                 false,
 		"engine":                    "",
+		"local_trials":              true,
+		"cgroups":                   "off",
 	}
 }
 
@@ -191,10 +201,11 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 			*it.dst = v
 		}
 	}
+	localTrials := true
 	bools := []struct {
 		key string
 		dst *bool
-	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}}
+	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}, {"local_trials", &localTrials}}
 	for _, it := range bools {
 		v, ok := toBool(cfg[it.key])
 		if !ok {
@@ -202,6 +213,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 		}
 		*it.dst = v
 	}
+	out.DriverOnly = !localTrials
 	// --no-teardown always wins over the scheduler config.
 	out.Teardown = out.Teardown && teardown
 	durs := []struct {
@@ -224,6 +236,16 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	}
 	if v := cfg["gpus"]; v != nil {
 		out.GPUs = strings.TrimSpace(configs.PyStr(v))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(configs.PyStr(cfg["cgroups"]))); v {
+	case "off", "false", "no", "0", "none":
+		out.Cgroups = "off"
+	case "auto":
+		out.Cgroups = "auto"
+	case "on", "true", "yes", "1":
+		out.Cgroups = "on"
+	default:
+		bad("cgroups", "cgroups must be off, auto or on, got %v", configs.PyStr(cfg["cgroups"]))
 	}
 	switch e := cfg["engine"].(type) {
 	case string:

@@ -132,9 +132,17 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 		state = "worker"
 	}
 	fmt.Fprintf(stderr, "bench: experiment %q (%s) in %s\n", r.ExperimentID, state, r.Storage.Describe())
+	if r.CgroupNote != "" {
+		fmt.Fprintf(stderr, "bench: per-runner cgroups: %s\n", r.CgroupNote)
+	}
+	stopServing, err := serveDuringRun(ctx, stderr, l, r)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
 	prog.begin(r.Scheduler.Stats().Planned, r.Optimizer.Targets())
 	runErr := r.Scheduler.Start(ctx)
 	prog.finish()
+	stopServing()
 
 	sctx := context.WithoutCancel(ctx)
 	sum, err := r.Summarize(sctx)

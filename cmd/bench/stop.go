@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +73,26 @@ func newWorkerCmd() *cobra.Command {
 		Short:              "Join an experiment that another bench process drives: claim and run its trials (bench only)",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			connect, caFile := "", ""
+			var rest []string
+			for i := 0; i < len(args); i++ {
+				switch a := args[i]; {
+				case (a == "--connect" || a == "--tls-ca" || a == "--tls_ca") && i+1 < len(args):
+					if a == "--connect" {
+						connect = args[i+1]
+					} else {
+						caFile = args[i+1]
+					}
+					i++
+				case strings.HasPrefix(a, "--connect="):
+					connect = a[len("--connect="):]
+				case strings.HasPrefix(a, "--tls-ca=") || strings.HasPrefix(a, "--tls_ca="):
+					caFile = a[len("--tls-ca="):]
+				default:
+					rest = append(rest, a)
+				}
+			}
+			args = rest
 			for i := 0; i < len(args); i++ {
 				switch {
 				case args[i] == "--experiment":
@@ -83,6 +104,9 @@ func newWorkerCmd() *cobra.Command {
 					return nil
 				}
 			}
+			if connect != "" {
+				return connectWorker(cmd.OutOrStdout(), cmd.ErrOrStderr(), connect, caFile, args)
+			}
 			return runExperiment(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, true)
 		},
 	}
@@ -90,6 +114,7 @@ func newWorkerCmd() *cobra.Command {
 }
 
 const workerHelp = `Usage: bench worker --experiment ID [run options]
+       bench worker --connect URL --token-file FILE [--tls-ca FILE] [run options]
 
 Join an experiment that another bench process (bench run, the driver)
 drives: the worker claims queued trials from the shared storage, runs them
@@ -105,6 +130,15 @@ process that dies are claimed again once their lease (trial_lease, default
 30s) has expired. A worker registers itself with its number of trial
 runners, and the driver keeps that many trials queued for the live workers
 (plus queue_ahead, a global, for more look-ahead).
+
+With --connect URL the worker needs no database: it pulls trials from a
+bench serve (or a bench run --serve) over HTTP, presenting the access token
+of --token-file, runs them with its own configs (the environment and
+services of the run options; --storage is not used) and pushes the
+outcomes back. It renews its leases while trials run, reconnects with
+backoff when the server restarts, hands its unfinished trials back when
+interrupted, and exits once the experiment is over. --tls-ca trusts the
+certificate authority of a server with a self-signed certificate.
 `
 
 // openWritable opens the storage for writing and finds the experiment

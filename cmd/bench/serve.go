@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/launcher"
+	"github.com/benchtune/bench/schedulers"
+	"github.com/benchtune/bench/serve"
+	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
+)
+
+const serveHelp = `Usage: bench serve --listen ADDR --token-file FILE --experiment ID [run options]
+
+Serve an experiment to network workers (bench worker --connect URL), which
+then need no database credentials: they pull trials over HTTP with JSON,
+run them with their own configs and push the outcomes back. Run it next to
+the driver (bench run, which can also serve itself with --serve ADDR), with
+the same storage options.
+
+  --listen ADDR        address to listen on, e.g. :7070 or 127.0.0.1:7070
+  --token-file FILE    the access token every request must carry
+  --tls-cert FILE      serve HTTPS with this certificate (PEM) ...
+  --tls-key FILE       ... and its key
+  --trial_lease D      how long a worker's claim on a trial lasts without
+                       a heartbeat (default 30s)
+
+A worker that stops renewing its leases (killed, disconnected) loses its
+trials when the lease runs out; they go back to the queue and run
+elsewhere, and a result it posts later is rejected. The driver keeps as
+many trials queued as the connected workers have runners. Requests with a
+missing or wrong token are refused and logged (the token never is).
+`
+
+// serveConfig reads the serve settings from the launch's globals.
+type serveConfig struct {
+	listen, tokenFile, cert, key string
+	lease                        time.Duration
+}
+
+func serveSettings(l *configs.Launch) (serveConfig, error) {
+	str := func(k string) string {
+		if v, ok := l.Globals[k]; ok && v != nil {
+			return strings.TrimSpace(configs.PyStr(v))
+		}
+		return ""
+	}
+	c := serveConfig{listen: str("serve_listen"), tokenFile: str("serve_token_file"), cert: str("serve_tls_cert"), key: str("serve_tls_key")}
+	if c.listen != "" && c.tokenFile == "" {
+		return c, errors.New("serving needs --token-file FILE (the access token workers must present)")
+	}
+	if (c.cert == "") != (c.key == "") {
+		return c, errors.New("TLS needs both --tls-cert and --tls-key")
+	}
+	if v := str("trial_lease"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("trial_lease: %w", err)
+		}
+		c.lease = d
+	}
+	return c, nil
+}
+
+// startServer serves exp in the background until ctx ends; it returns the
+// address listened on.
+func startServer(ctx context.Context, stderr io.Writer, c serveConfig, st storage.Storage, exp storage.Experiment) (string, <-chan error, error) {
+	tok, err := serve.ReadToken(c.tokenFile)
+	if err != nil {
+		return "", nil, err
+	}
+	id := exp.Info().ID
+	srv, err := serve.New(exp, serve.Config{Token: tok, Lease: c.lease, ExperimentStatus: func(ctx context.Context) (trial.Status, error) {
+		e, err := st.LoadExperiment(ctx, id)
+		if err != nil {
+			return trial.UNKNOWN, err
+		}
+		return e.Info().Status, nil
+	}})
+	if err != nil {
+		return "", nil, err
+	}
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- srv.ListenAndServe(ctx, c.listen, c.cert, c.key, ready) }()
+	select {
+	case addr := <-ready:
+		scheme := "http"
+		if c.cert != "" {
+			scheme = "https"
+		}
+		fmt.Fprintf(stderr, "bench: serving experiment %s to workers at %s://%s\n", id, scheme, addr)
+		return addr, done, nil
+	case err := <-done:
+		return "", nil, err
+	}
+}
+
+func newServeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "serve --listen ADDR --token-file FILE --experiment ID [run options]",
+		Short:              "Serve an experiment's trials to network workers over HTTP (bench only)",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var rest []string
+			for i := 0; i < len(args); i++ {
+				a := args[i]
+				switch {
+				case a == "--help" || a == "-h":
+					fmt.Fprint(cmd.OutOrStdout(), serveHelp)
+					return nil
+				case a == "--listen":
+					rest = append(rest, "--serve")
+				case strings.HasPrefix(a, "--listen="):
+					rest = append(rest, "--serve="+a[len("--listen="):])
+				case a == "--experiment":
+					rest = append(rest, "--experiment_id")
+				case strings.HasPrefix(a, "--experiment="):
+					rest = append(rest, "--experiment_id="+a[len("--experiment="):])
+				default:
+					rest = append(rest, a)
+				}
+			}
+			return serveExperiment(cmd.ErrOrStderr(), rest)
+		},
+	}
+}
+
+func serveExperiment(stderr io.Writer, argv []string) error {
+	args, err := configs.ParseArgs(argv)
+	if err != nil {
+		return exitWith(exitUsage, fmt.Errorf("%w (see bench serve --help)", err))
+	}
+	l, err := configs.Prepare(args, validateFunc)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	closeLog, err := setupLogging(stderr, l)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer closeLog()
+	c, err := serveSettings(l)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if c.listen == "" {
+		return exitWith(exitUsage, errors.New("bench serve needs --listen ADDR"))
+	}
+	id, _ := l.Globals["experiment_id"].(string)
+	if id == "" {
+		return exitWith(exitUsage, errors.New("bench serve needs --experiment ID"))
+	}
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+	st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, true)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer st.Close()
+	exp, err := st.LoadExperiment(ctx, id)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return exitWith(exitUsage, fmt.Errorf("experiment %q does not exist in %s: start its driver (bench run) first", id, st.Describe()))
+		}
+		return exitWith(exitFailed, err)
+	}
+	_, done, err := startServer(ctx, stderr, c, st, exp)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if err := <-done; err != nil {
+		return exitWith(exitFailed, err)
+	}
+	return nil
+}
+
+// serveDuringRun starts the driver's own server (bench run --serve); the
+// returned function waits, after the run, for the connected workers to
+// learn that the experiment is over (at most 15 s), then stops serving.
+func serveDuringRun(ctx context.Context, stderr io.Writer, l *configs.Launch, r *launcher.Run) (func(), error) {
+	c, err := serveSettings(l)
+	if err != nil || c.listen == "" {
+		return func() {}, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	_, done, err := startServer(sctx, stderr, c, r.Storage, r.Experiment)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() {
+		view := r.Experiment.WithOwner(schedulers.NewOwner(), time.Minute)
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			n, err := view.WorkerRunners(context.WithoutCancel(ctx))
+			if err != nil || n == 0 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		cancel()
+		<-done
+	}, nil
+}
+
+// connectWorker runs bench worker --connect URL: the trials come from a
+// bench serve over HTTP, the worker's own configs describe the
+// environment.
+func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) error {
+	args, err := configs.ParseArgs(argv)
+	if err != nil {
+		return exitWith(exitUsage, fmt.Errorf("%w (see bench worker --help)", err))
+	}
+	l, err := configs.Prepare(args, validateFunc)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	closeLog, err := setupLogging(stderr, l)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer closeLog()
+	c, err := serveSettings(l)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if c.tokenFile == "" {
+		return exitWith(exitUsage, errors.New("bench worker --connect needs --token-file FILE"))
+	}
+	tok, err := serve.ReadToken(c.tokenFile)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return exitWith(exitUsage, fmt.Errorf("--connect wants an http:// or https:// URL, got %q", url))
+	}
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+	run := &launcher.Run{Launch: l}
+	defer run.Close()
+	cfg, err := run.LoadSchedulerConfig()
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	var runners []schedulers.Runner
+	for id := 1; id <= cfg.NumTrialRunners; id++ {
+		lr, err := run.BuildRunner(ctx, id)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		runners = append(runners, lr)
+	}
+	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), url)
+	stats, err := serve.RunWorker(ctx, serve.WorkerConfig{
+		URL: strings.TrimRight(url, "/"), Token: tok, CAFile: caFile, Runners: runners, Globals: l.Globals,
+		TelemetryInterval: cfg.TelemetryInterval, Logger: slog.Default(),
+		OnFinished: func(id int, out trial.Outcome, stored bool) {
+			if stored {
+				fmt.Fprintf(stderr, "bench: trial finished trial=%d status=%s\n", id, out.Status)
+			} else {
+				fmt.Fprintf(stderr, "bench: trial %d was taken over; its result was not stored\n", id)
+			}
+		},
+	})
+	fmt.Fprintf(stdout, "Worker: %d trials run, %d stored, %d rejected\n", stats.Run, stats.Stored, stats.Rejected)
+	if ctx.Err() != nil {
+		return exitWith(exitInterrupted, errors.New("interrupted: this worker's unfinished trials were handed back"))
+	}
+	if err != nil {
+		if errors.Is(err, serve.ErrUnauthorized) {
+			return exitWith(exitUsage, err)
+		}
+		return exitWith(exitFailed, err)
+	}
+	return nil
+}
