@@ -129,6 +129,7 @@ var Options = []Option{
 	{names: []string{"--no_reuse", "--no-reuse"}, kind: optFlag, global: "reuse", flagValue: false, help: "always run a trial, even when an identical one (same configuration and repeat) already succeeded in the experiment (bench only)"},
 	{names: []string{"--reuse_from", "--reuse-from"}, kind: optString, global: "reuse_from", meta: "EXPERIMENT", help: "also reuse results of identical trials of this experiment, when its environment config and git commit match (bench only)"},
 	{names: []string{"--engine"}, kind: optString, global: "engine", meta: "FILE", help: "run the trials on an execution engine: an engine config (Slurm, AWS Batch, an SSH host pool, detached local processes); see docs/engines.md (bench only)"},
+	{names: []string{"--passive"}, kind: optFlag, global: "runner", flagValue: "passive", help: "run every trial by hand: bench shows each trial's configuration (and passive_command, filled in) and waits for its result, typed at the prompt or given with bench submit; see docs/passive.md (bench only)"},
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }
 
