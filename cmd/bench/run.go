@@ -120,7 +120,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	// The passive runner's trials and prompt (used only with --passive).
 	console := passive.NewConsole(stderr)
 	r, err := launcher.Build(ctx, l, launcher.Options{Observer: prog, Worker: worker,
-		Stdin: os.Stdin, StdinTerminal: isTerminal(os.Stdin), Stderr: console})
+		Stdin: os.Stdin, StdinTerminal: isTerminal(os.Stdin) && inForeground(os.Stdin), Stderr: console})
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
