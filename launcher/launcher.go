@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -64,6 +65,13 @@ type Options struct {
 	// Worker joins an experiment that another process drives: it claims
 	// and runs queued trials and never suggests (bench worker).
 	Worker bool
+	// Stdin, StdinTerminal and Stderr are the terminal of the passive
+	// runner (runner "passive"): it shows trials on Stderr and reads typed
+	// results from Stdin when StdinTerminal (or passive_prompt is true).
+	// Nil Stdin: no prompt; nil Stderr: os.Stderr.
+	Stdin         io.Reader
+	StdinTerminal bool
+	Stderr        io.Writer
 }
 
 // localExecClass is the parent service of every stack (mlos_bench puts a
@@ -106,9 +114,9 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	}
 	r.SchedulerConfig = schedCfg
 	localRunners := schedCfg.NumTrialRunners
-	if schedCfg.Engine != nil {
-		// The trials run on the engine; one local copy of the environment
-		// gives the tunables and checks the configs.
+	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive {
+		// The trials run on the engine, or by hand; one local copy of the
+		// environment gives the tunables and checks the configs.
 		localRunners = 1
 	}
 	for id := 1; id <= localRunners; id++ {
@@ -186,6 +194,9 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		if runners, err = r.engineRunners(ctx, schedCfg, owner, o.Logger); err != nil {
 			return nil, err
 		}
+	}
+	if schedCfg.Runner == schedulers.RunnerPassive {
+		runners = r.passiveRunners(schedCfg, owner, o)
 	}
 	st := r.Storage
 	expID := r.ExperimentID

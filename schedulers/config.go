@@ -107,7 +107,26 @@ type Config struct {
 	// an engine config, or the config object itself; nil: in this
 	// process). See the engines package.
 	Engine any
+	// Runner picks the trial runners (runner): "local" (default: the
+	// environment runs in this process, or on Engine) or "passive" (a
+	// person runs each trial by hand and bench waits for the result: see
+	// runners/passive).
+	Runner string
+	// PassiveCommand is the command shown with each trial of the passive
+	// runner, its $tunables filled in (passive_command; display only,
+	// never run).
+	PassiveCommand string
+	// PassivePrompt says whether the passive runner reads results typed
+	// on stdin (passive_prompt): "auto" (default: when stdin is a
+	// terminal), "true" or "false".
+	PassivePrompt string
 }
+
+// Runner kinds (Config.Runner).
+const (
+	RunnerLocal   = "local"
+	RunnerPassive = "passive"
+)
 
 // defaults are the config keys with their defaults; globals override the
 // keys present here (mlos_bench's rule: globals reach keys a config has).
@@ -137,6 +156,9 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"engine":                    "",
 		"local_trials":              true,
 		"cgroups":                   "off",
+		"runner":                    RunnerLocal,
+		"passive_command":           "",
+		"passive_prompt":            "auto",
 	}
 }
 
@@ -257,6 +279,42 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	case nil:
 	default:
 		bad("engine", "engine must be the path of an engine config or an engine config object, got %v", configs.PyStr(e))
+	}
+	rv, isStr := cfg["runner"].(string)
+	if cfg["runner"] == nil {
+		isStr = true
+	}
+	switch r := strings.ToLower(strings.TrimSpace(rv)); {
+	case !isStr:
+		bad("runner", "runner must be %q or %q, got %v", RunnerLocal, RunnerPassive, configs.PyStr(cfg["runner"]))
+	case r == "" || r == RunnerLocal:
+		out.Runner = RunnerLocal
+	case r == RunnerPassive:
+		out.Runner = RunnerPassive
+		if out.Engine != nil {
+			bad("runner", "runner %q and engine exclude each other: a passive trial is run by a person, not by an execution engine", r)
+		}
+	default:
+		bad("runner", "runner must be %q or %q, got %v", RunnerLocal, RunnerPassive, configs.PyStr(cfg["runner"]))
+	}
+	if v, ok := cfg["passive_command"].(string); ok {
+		out.PassiveCommand = strings.TrimSpace(v)
+	} else if cfg["passive_command"] != nil {
+		bad("passive_command", "passive_command must be a string (a command line with $tunable names), got %v", configs.PyStr(cfg["passive_command"]))
+	}
+	switch p := cfg["passive_prompt"].(type) {
+	case bool:
+		out.PassivePrompt = strconv.FormatBool(p)
+	case string:
+		if strings.EqualFold(strings.TrimSpace(p), "auto") || strings.TrimSpace(p) == "" {
+			out.PassivePrompt = "auto"
+		} else if b, ok := toBool(p); ok {
+			out.PassivePrompt = strconv.FormatBool(b)
+		} else {
+			bad("passive_prompt", "passive_prompt must be true, false or \"auto\", got %q", p)
+		}
+	default:
+		bad("passive_prompt", "passive_prompt must be true, false or \"auto\", got %v", configs.PyStr(p))
 	}
 	if len(errs) > 0 {
 		return out, errs[0]

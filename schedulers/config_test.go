@@ -72,3 +72,35 @@ func TestDecodeConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeConfigPassive: the passive runner's keys (runner,
+// passive_command, passive_prompt), from the file or from globals (--passive
+// sets the global runner).
+func TestDecodeConfigPassive(t *testing.T) {
+	c, err := DecodeConfig("", nil, nil, source.Ref{}, "exp", true)
+	if err != nil || c.Runner != RunnerLocal || c.PassivePrompt != "auto" || c.PassiveCommand != "" {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = DecodeConfig("", map[string]any{"runner": "passive", "passive_command": " adb shell run $x ", "passive_prompt": false}, nil, source.Ref{}, "exp", true)
+	if err != nil || c.Runner != RunnerPassive || c.PassiveCommand != "adb shell run $x" || c.PassivePrompt != "false" {
+		t.Fatalf("from the file: %+v %v", c, err)
+	}
+	c, err = DecodeConfig("mlos_bench.schedulers.SyncScheduler", nil, map[string]any{"runner": "Passive", "passive_prompt": "yes"}, source.Ref{}, "exp", true)
+	if err != nil || c.Runner != RunnerPassive || c.PassivePrompt != "true" {
+		t.Fatalf("from globals: %+v %v", c, err)
+	}
+	for _, tc := range []struct {
+		globals map[string]any
+		want    string
+	}{
+		{map[string]any{"runner": "robot"}, `runner must be "local" or "passive", got robot`},
+		{map[string]any{"runner": int64(3)}, "runner must be"},
+		{map[string]any{"runner": "passive", "engine": "engines/slurm.jsonc"}, "exclude each other"},
+		{map[string]any{"passive_command": int64(3)}, "passive_command must be a string"},
+		{map[string]any{"passive_prompt": "sometimes"}, "passive_prompt must be true, false or \"auto\""},
+	} {
+		if _, err := DecodeConfig("", nil, tc.globals, source.Ref{}, "exp", true); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.globals, err, tc.want)
+		}
+	}
+}

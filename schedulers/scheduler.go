@@ -159,6 +159,10 @@ func NewOwner() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
+// OwnerDead reports whether owner (a trial's Owner) names a process of
+// this host that no longer exists (a different host: false).
+func OwnerDead(owner string) bool { return ownerDead(owner) }
+
 // ownerDead reports whether owner names a process of this host that no
 // longer exists: its trials can be taken over without waiting for the
 // lease.

@@ -8,6 +8,7 @@
 //	bench show TRIAL                  show one trial in detail
 //	bench worker --experiment ID      run trials of an experiment another process drives
 //	bench stop EXPERIMENT [TRIAL]     stop a running experiment or trial
+//	bench submit EXPERIMENT TRIAL ... store the result of a trial run by hand
 //	bench schema export DIR           write the JSON schemas for editors
 package main
 
@@ -64,7 +65,7 @@ stores everything and repeats.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd())
 	return root
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/launcher"
+	"github.com/benchtune/bench/runners/passive"
+	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/schemas"
 )
 
@@ -115,7 +117,10 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	}
 
 	prog := newProgress(stderr, !args.NoProgress)
-	r, err := launcher.Build(ctx, l, launcher.Options{Observer: prog, Worker: worker})
+	// The passive runner's trials and prompt (used only with --passive).
+	console := passive.NewConsole(stderr)
+	r, err := launcher.Build(ctx, l, launcher.Options{Observer: prog, Worker: worker,
+		Stdin: os.Stdin, StdinTerminal: isTerminal(os.Stdin) && inForeground(os.Stdin), Stderr: console})
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -138,6 +143,13 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	stopServing, err := serveDuringRun(ctx, stderr, l, r)
 	if err != nil {
 		return exitWith(exitUsage, err)
+	}
+	if r.SchedulerConfig.Runner == schedulers.RunnerPassive {
+		// The trials and the prompt are on the terminal: one line per
+		// trial instead of a bar redrawn over them, kept off the prompt's
+		// line.
+		prog.useBar = false
+		prog.w = console
 	}
 	prog.begin(r.Scheduler.Stats().Planned, r.Optimizer.Targets())
 	runErr := r.Scheduler.Start(ctx)

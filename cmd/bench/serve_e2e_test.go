@@ -40,7 +40,7 @@ func readLog(tmp, name string) string {
 	return string(b)
 }
 
-func waitExit(t *testing.T, cmd *exec.Cmd, tmp, name string) {
+func waitOK(t *testing.T, cmd *exec.Cmd, tmp, name string) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -87,9 +87,9 @@ func TestNetworkWorkers(t *testing.T) {
 
 	w1 := startBench(t, dir, tmp, "w1", wargs...)
 	w2 := startBench(t, dir, tmp, "w2", wargs...)
-	waitExit(t, driver, tmp, "driver")
-	waitExit(t, w1, tmp, "w1")
-	waitExit(t, w2, tmp, "w2")
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, w1, tmp, "w1")
+	waitOK(t, w2, tmp, "w2")
 	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "N")
 	if len(rows) != n {
 		t.Fatalf("%d trials stored, want %d", len(rows), n)
@@ -137,8 +137,8 @@ func TestNetworkWorkerKilled(t *testing.T) {
 	steady := startBench(t, dir, tmp, "steady", wargs...)
 	_ = doomed.Process.Signal(syscall.SIGKILL)
 	_ = doomed.Wait()
-	waitExit(t, driver, tmp, "driver")
-	waitExit(t, steady, tmp, "steady")
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, steady, tmp, "steady")
 	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "K")
 	if len(rows) != n {
 		t.Fatalf("%d trials stored, want %d", len(rows), n)
@@ -176,9 +176,9 @@ func TestNetworkDriverRestart(t *testing.T) {
 	_ = driver.Wait()
 	time.Sleep(time.Second)
 	driver = startBench(t, dir, tmp, "driver2", dargs...)
-	waitExit(t, driver, tmp, "driver2")
-	waitExit(t, w1, tmp, "w1")
-	waitExit(t, w2, tmp, "w2")
+	waitOK(t, driver, tmp, "driver2")
+	waitOK(t, w1, tmp, "w1")
+	waitOK(t, w2, tmp, "w2")
 	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "R")
 	if len(rows) != n {
 		t.Fatalf("%d trials stored, want %d\n%s", len(rows), n, readLog(tmp, "driver2"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchtune/bench/runners/passive"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -69,7 +71,13 @@ func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
 	if line := setupReuseLine(d.Results); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	if d.Job != nil {
+	if d.Job != nil && d.Job.Engine == passive.Engine {
+		fmt.Fprintln(w, "Run by hand (passive runner)")
+		var req struct{ Command string }
+		if json.Unmarshal([]byte(d.Job.Request), &req) == nil && req.Command != "" {
+			fmt.Fprintf(w, "Command shown: %s\n", req.Command)
+		}
+	} else if d.Job != nil {
 		times := "once"
 		if d.Job.Submits != 1 {
 			times = fmt.Sprintf("%d times (relaunched)", d.Job.Submits)
