@@ -102,6 +102,7 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 		return fail("logging", err)
 	}
 	defer closeLog()
+	reapStale(stderr)
 
 	run := &launcher.Run{Launch: l}
 	defer run.Close()
