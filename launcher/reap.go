@@ -37,7 +37,6 @@ func ReapStale() string {
 	return strings.Join(parts, "; ")
 }
 
-
 // ForceStop is for an exit that cannot wait (a second Ctrl-C): it kills
 // every process this bench started for trials, teardown's included, and
 // removes its temp folders.
