@@ -156,6 +156,35 @@ func Open(path, what string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
+// OpenIn is Open for a name inside root (os.Root: symlinks may not leave
+// it).
+func OpenIn(root *os.Root, name, what string) (*os.File, os.FileInfo, error) {
+	if what == "" {
+		what = "file"
+	}
+	fi, err := root.Stat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, &NotRegularError{What: what, File: name, Kind: kindOf(fi.Mode())}
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &NotRegularError{What: what, File: name, Kind: kindOf(fi.Mode())}
+	}
+	return f, fi, nil
+}
+
 // ReadFile reads a regular file whole, up to lim.Bytes (def when 0 or
 // less), checking ctx between chunks. Errors name the file; a missing file
 // wraps fs.ErrNotExist.
