@@ -44,3 +44,13 @@ func ForceStop() {
 	_, _ = reaper.KillOwn()
 	local.RemoveOwnTempDirs()
 }
+
+// Release is for a normal exit: processes this bench started that still
+// run (a server kept with --no-teardown) are recorded as left on purpose,
+// so that the next bench does not kill them as a dead bench's
+// (reaper.Release).
+func Release() {
+	if err := reaper.Release(); err != nil {
+		slog.Warn("cannot record the processes left running", "err", err)
+	}
+}

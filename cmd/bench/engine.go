@@ -49,6 +49,7 @@ status), 1 when the request could not be run at all.`,
 			}
 			ctx, stop := interruptContext(cmd.ErrOrStderr())
 			defer stop()
+			defer launcher.Release()
 			return execTrial(ctx, cmd.ErrOrStderr(), requestURL, outcomeURL, !noStore)
 		},
 	}

@@ -337,3 +337,25 @@ func TestSecondInterruptDuringTeardown(t *testing.T) {
 		t.Errorf("temp folders left behind: %v", left)
 	}
 }
+
+// A process that a normal run leaves running on purpose (a server started
+// by setup, kept with --no-teardown) is not taken for a dead bench's
+// orphan by the next run.
+func TestNoTeardownKeepsProcessesAcrossRuns(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := hardExperiment(t, []string{
+		`if [ ! -e "$marker_dir/bg" ]; then sleep 3176 >/dev/null 2>&1 & echo "$!" > "$marker_dir/bg"; fi`,
+		`printf 'metric,value\nscore,1\n' > results.csv`,
+	}, []string{`kill "$(cat "$marker_dir/bg")"`}, "")
+	tmp := t.TempDir()
+	for i, exp := range []string{"N1", "N2"} {
+		var out bytes.Buffer
+		cmd := startBenchIn(t, dir, tmp, &out, "--environment", "env.jsonc", "--experiment_id", exp, "--no-progress", "--no-teardown")
+		if code := waitExitOrStop(t, cmd, 60*time.Second, "bench --no-teardown", &out); code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", i+1, code, out.String())
+		}
+	}
+	if left := leftovers(dir); len(left) != 1 {
+		t.Errorf("the server kept by --no-teardown: %v running, want 1", left)
+	}
+}

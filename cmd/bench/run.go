@@ -92,6 +92,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	// load stops bench as well as one during a trial.
 	ctx, stop := interruptContext(stderr)
 	defer stop()
+	defer launcher.Release()
 	l, err := configs.Prepare(args, validateFunc)
 	if ctx.Err() != nil {
 		return exitWith(exitInterrupted, errors.New("interrupted"))

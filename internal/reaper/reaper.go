@@ -16,10 +16,14 @@
 //     process that carries its own mark before it exits.
 //   - When bench dies without a chance to clean up (SIGKILL, the OOM
 //     killer, a power cut of the session), its trial's processes live on;
-//     the next bench run, worker, server or exec-trial on the machine calls
+//     the next bench run, worker or exec-trial on the machine calls
 //     KillStale before it runs any trial: it kills every process of the
 //     same user whose mark names an owner that is no longer alive (a
 //     different boot, a pid that is gone or is now another process).
+//   - When bench exits normally while processes it started still run on
+//     purpose (a server that setup started, kept with --no-teardown),
+//     Release records its mark under StateDir, and KillStale leaves those
+//     processes alone. The record goes once they are all gone.
 //
 // Only processes started for trials are marked: bench's own helpers (the
 // detached `bench exec-trial` processes of the local execution engine,
@@ -44,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,24 +247,130 @@ type Killed struct {
 	Owners []string
 }
 
+// StateDir is where Release records the owners that exited normally:
+// $XDG_CACHE_HOME/bench/released (~/.cache/bench/released), or
+// $TMPDIR/bench-released-<uid> without a home.
+func StateDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "bench", "released")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("bench-released-%d", os.Getuid()))
+}
+
+// Release is for a normal exit: when processes this bench started still
+// run (a daemon that setup started and no teardown stopped, e.g. with
+// --no-teardown), it records that they were left on purpose, so that
+// KillStale leaves them alone. It does nothing when none runs.
+func Release() error {
+	me, err := Self()
+	if err != nil {
+		return err
+	}
+	mine := me.String()
+	if len(find(func(m string) bool { return m == mine })) == 0 {
+		return nil
+	}
+	dir := StateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("recording the processes left running: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, mine), nil, 0o600)
+}
+
 // KillStale kills every process (of this user) marked by a bench process
-// that is no longer alive, with SIGKILL, and its process group when it
-// leads one. It sweeps until a pass finds nothing (a marked process may
-// fork while it sweeps), at most a few times.
+// that died without exiting normally (no Release), with SIGKILL, and its
+// process group when it leads one. It sweeps until a pass finds nothing (a
+// marked process may fork while it sweeps), at most a few times. Release
+// records whose processes are all gone are removed.
 func KillStale() (Killed, error) {
 	if _, err := Self(); err != nil {
 		return Killed{}, err
 	}
+	dir := StateDir()
 	alive := map[string]bool{}
-	return sweep(func(mark string) bool {
+	k, err := sweep(func(mark string) bool {
 		a, seen := alive[mark]
 		if !seen {
 			o, ok := ParseOwner(mark)
-			a = !ok || o.Alive() // an unreadable mark is left alone
+			a = !ok || o.Alive() || released(dir, mark) // an unreadable mark is left alone
 			alive[mark] = a
 		}
 		return !a
 	})
+	cleanReleased(dir)
+	return k, err
+}
+
+// Released reports whether the owner mark exited normally, leaving
+// processes running on purpose (Release).
+func Released(mark string) bool { return released(StateDir(), mark) }
+
+func released(dir, mark string) bool {
+	_, err := os.Stat(filepath.Join(dir, mark))
+	return err == nil
+}
+
+// cleanReleased removes the records of owners none of whose processes
+// runs any more.
+func cleanReleased(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return
+	}
+	running := map[string]bool{}
+	for _, m := range find(func(string) bool { return true }) {
+		running[m] = true
+	}
+	for _, e := range ents {
+		if _, ok := ParseOwner(e.Name()); ok && !running[e.Name()] {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// find returns the marks of the live marked processes that match.
+func find(match func(mark string) bool) []string {
+	var marks []string
+	forEach(func(pid int, mark string) {
+		if match(mark) {
+			marks = append(marks, mark)
+		}
+	})
+	return marks
+}
+
+// forEach calls fn for each live process of this user (not this one)
+// that carries a mark.
+func forEach(fn func(pid int, mark string)) error {
+	d, err := os.Open(procDir)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	me, uid := os.Getpid(), os.Getuid()
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid == me {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(procDir+"/"+n, &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		mark := markOf(pid)
+		if mark == "" {
+			continue
+		}
+		if state, _, _, err := stat(pid); err != nil || state == 'Z' || state == 'X' {
+			continue // ended (a zombie waits for its parent)
+		}
+		fn(pid, mark)
+	}
+	return nil
 }
 
 // KillOwn kills every process marked as this process's: for an exit that
@@ -276,43 +387,19 @@ func KillOwn() (Killed, error) {
 func sweep(match func(mark string) bool) (Killed, error) {
 	var k Killed
 	owners := map[string]bool{}
-	me := os.Getpid()
-	uid := os.Getuid()
 	for pass := 0; pass < 5; pass++ {
-		d, err := os.Open(procDir)
-		if err != nil {
-			return k, err
-		}
-		names, err := d.Readdirnames(-1)
-		d.Close()
-		if err != nil {
-			return k, err
-		}
 		found := 0
-		for _, n := range names {
-			pid, err := strconv.Atoi(n)
-			if err != nil || pid == me {
-				continue
+		err := forEach(func(pid int, mark string) {
+			if !match(mark) {
+				return
 			}
-			var st syscall.Stat_t
-			if syscall.Stat(procDir+"/"+n, &st) != nil || int(st.Uid) != uid {
-				continue
-			}
-			mark := markOf(pid)
-			if mark == "" || !match(mark) {
-				continue
-			}
-			state, pgrp, _, err := stat(pid)
-			if err != nil || state == 'Z' || state == 'X' {
-				continue // ended (a zombie waits for its parent)
-			}
-			if pgrp == pid {
+			if _, pgrp, _, err := stat(pid); err == nil && pgrp == pid {
 				// It leads a group: its members are its own, even those
 				// that dropped the mark.
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				continue
+				return
 			}
 			found++
 			k.PIDs = append(k.PIDs, pid)
@@ -320,6 +407,9 @@ func sweep(match func(mark string) bool) (Killed, error) {
 				owners[mark] = true
 				k.Owners = append(k.Owners, mark)
 			}
+		})
+		if err != nil {
+			return k, err
 		}
 		if found == 0 {
 			break

@@ -56,6 +56,7 @@ func waitGone(t *testing.T, pids ...int) {
 }
 
 func TestKillStaleKillsOnlyTheDeadOwnersProcesses(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	me, err := Self()
 	if err != nil {
 		t.Skip("no /proc:", err)
@@ -118,5 +119,47 @@ func TestOwnerString(t *testing.T) {
 	}
 	if got := Unmarked([]string{"A=1", EnvVar + "=x", "B=2"}); fmt.Sprint(got) != "[A=1 B=2]" {
 		t.Errorf("Unmarked: %v", got)
+	}
+}
+
+// The processes of an owner that exited normally and released them (a
+// server kept with --no-teardown) are left alone; the record goes with
+// them.
+func TestKillStaleLeavesReleasedProcesses(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	me, err := Self()
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := Owner{Boot: me.Boot, PID: c.Process.Pid, Start: 2}
+	sh, bg := startMarked(t, dead.String())
+	if err := os.MkdirAll(StateDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(StateDir()+"/"+dead.String(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := KillStale(); err != nil || slices.Contains(k.PIDs, sh) {
+		t.Fatalf("KillStale killed released processes: %v %v", k, err)
+	}
+	if !running(sh) || !running(bg) || !Released(dead.String()) {
+		t.Fatal("the released processes or their record are gone")
+	}
+	_ = syscall.Kill(-sh, syscall.SIGKILL)
+	_ = syscall.Kill(bg, syscall.SIGKILL)
+	waitGone(t, sh, bg)
+	if _, err := KillStale(); err != nil {
+		t.Fatal(err)
+	}
+	if Released(dead.String()) {
+		t.Error("the record outlives the processes")
+	}
+	// Release with nothing running records nothing.
+	if err := Release(); err != nil || Released(me.String()) {
+		t.Errorf("Release with no process left: %v", err)
 	}
 }

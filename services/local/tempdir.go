@@ -137,7 +137,7 @@ func removeStaleTempDirs(root string) ([]string, error) {
 			continue
 		}
 		o, ok := reaper.ParseOwner(m[1])
-		if !ok || o.Alive() {
+		if !ok || o.Alive() || reaper.Released(m[1]) {
 			continue
 		}
 		p := filepath.Join(root, e.Name())
