@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/safeio"
 )
 
 // Args are the launcher options of `bench run` (mlos_bench's command line),
@@ -389,6 +390,17 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The config-file size limit must be known before the first config is
+	// read: from the command line here, from the globals below.
+	for _, kv := range append(append([]KeyValue(nil), a.Extra...), a.Options...) {
+		if kv.Key == MaxConfigFileSizeKey {
+			n, err := safeio.ParseSize(kv.Value)
+			if err != nil {
+				return nil, usagef("--%s: %v", MaxConfigFileSizeKey, err)
+			}
+			loader.SetMaxFileSize(n)
+		}
+	}
 	cfg := map[string]any{}
 	if a.Config != "" {
 		doc, err := loader.Load(a.Config, KindCLI)
@@ -474,6 +486,13 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	}
 	globals.SetDefault("trial_id", int64(1))
 	ExpandOrdered(globals, EnvLookup)
+	if v, ok := globals.Get(MaxConfigFileSizeKey); ok && v != nil {
+		n, err := safeio.ParseSize(v)
+		if err != nil {
+			return nil, usagef("global %s: %v", MaxConfigFileSizeKey, err)
+		}
+		l.Loader.SetMaxFileSize(n)
+	}
 	l.Globals = globals.Map()
 	l.GlobalsOrder = globals.Keys()
 

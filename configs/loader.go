@@ -4,6 +4,7 @@
 package configs
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/safeio"
 )
 
 //go:embed builtin
@@ -58,6 +60,23 @@ type ValidateFunc func(kind Kind, doc *source.Doc) error
 type Loader struct {
 	paths    []string
 	validate ValidateFunc
+	// maxFile is the most bytes a config file may have (0: the default,
+	// safeio.DefaultConfigLimit).
+	maxFile int64
+}
+
+// MaxConfigFileSizeKey is the global (and command-line option) that
+// raises the size limit of config files, e.g. --max_config_file_size 64MiB.
+const MaxConfigFileSizeKey = "max_config_file_size"
+
+// SetMaxFileSize sets the most bytes a config file may have (0 or less:
+// the default, 16 MiB).
+func (l *Loader) SetMaxFileSize(n int64) { l.maxFile = n }
+
+// configLimit describes the config-file limit for safeio.
+func configLimit(n int64) safeio.Limit {
+	return safeio.Limit{Bytes: n, What: "config file",
+		Hint: "raise it with --" + MaxConfigFileSizeKey + " SIZE, e.g. 64MiB"}
 }
 
 // SkipValidationEnv lists the environment variables that turn schema
@@ -110,7 +129,7 @@ func (l *Loader) add(dir string) {
 // WithPaths returns a loader that also searches the given paths (after the
 // existing ones, before the built-in configs).
 func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
-	c := &Loader{paths: append([]string(nil), l.paths...), validate: l.validate}
+	c := &Loader{paths: append([]string(nil), l.paths...), validate: l.validate, maxFile: l.maxFile}
 	for _, p := range configPaths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -151,12 +170,26 @@ func (l *Loader) Resolve(p string, extra ...string) string {
 // path (mlos_bench: it contains '{' or '[').
 func IsInline(spec string) bool { return strings.ContainsAny(spec, "{[") }
 
-// ReadFile reads a resolved path (including "builtin:" ones).
+// ReadFile reads a resolved config path (including "builtin:" ones) with
+// the default size limit: only a regular file is read, never more than 16
+// MiB of it (see internal/safeio).
 func ReadFile(p string) ([]byte, error) {
+	return ReadFileLimit(context.Background(), p, configLimit(0), safeio.DefaultConfigLimit)
+}
+
+// ReadFile reads a resolved config path with the loader's size limit.
+func (l *Loader) ReadFile(p string) ([]byte, error) {
+	return ReadFileLimit(context.Background(), p, configLimit(l.maxFile), safeio.DefaultConfigLimit)
+}
+
+// ReadFileLimit reads a resolved path (including "builtin:" ones) that
+// bench reads on a user's behalf: only a regular file (through symlinks),
+// at most lim.Bytes of it (def when unset), under ctx.
+func ReadFileLimit(ctx context.Context, p string, lim safeio.Limit, def int64) ([]byte, error) {
 	if rel, ok := strings.CutPrefix(p, BuiltinPrefix); ok {
 		return fs.ReadFile(Builtin(), rel)
 	}
-	return os.ReadFile(p)
+	return safeio.ReadFile(ctx, p, lim, def)
 }
 
 // ReadDoc parses a config given as a path (resolved on the search path) or
@@ -166,7 +199,7 @@ func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
 		return source.Parse("<inline config>", []byte(spec))
 	}
 	resolved := l.Resolve(spec)
-	data, err := ReadFile(resolved)
+	data, err := l.ReadFile(resolved)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &source.Error{File: spec, Msg: fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(l.paths, ", "))}

@@ -3,6 +3,7 @@ package engines
 import (
 	"context"
 	"fmt"
+	"github.com/benchtune/bench/internal/safeio"
 	"os"
 	"strings"
 )
@@ -44,7 +45,7 @@ func ReadURL(ctx context.Context, u string) ([]byte, error) {
 	if strings.Contains(u, "://") {
 		return nil, fmt.Errorf("%s: unknown URL scheme", u)
 	}
-	return os.ReadFile(u)
+	return safeio.ReadFile(ctx, u, safeio.Limit{What: "file"}, safeio.DefaultDataLimit)
 }
 
 // WriteURL writes an outcome: a local path (written to a temporary file

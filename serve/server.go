@@ -24,12 +24,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -138,7 +138,7 @@ func New(exp storage.Experiment, cfg Config) (*Server, error) {
 // ReadToken reads an access token from a file (surrounding white space
 // removed). An empty file is an error; the token is never in an error.
 func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safeio.ReadFile(context.Background(), path, safeio.Limit{What: "token file"}, 1<<20)
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)
 	}

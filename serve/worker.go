@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/trial"
 )
@@ -167,7 +168,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (WorkerStats, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, err := safeio.ReadFile(context.Background(), cfg.CAFile, safeio.Limit{What: "CA file"}, safeio.DefaultConfigLimit)
 		if err != nil {
 			return stats, fmt.Errorf("CA file: %w", err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	dbsql "database/sql"
@@ -106,7 +107,12 @@ func TestChaosSQLite(t *testing.T) {
 		}
 		_ = cmd.Wait()
 	}
-	r := runBench(t, dir, args...)
+	// The final run shares the killed runs' TMPDIR: it removes the temp
+	// folders they left.
+	var out bytes.Buffer
+	final := startBenchIn(t, dir, tmp, &out, args...)
+	code := waitExitOrStop(t, final, 5*time.Minute, "the final run", &out)
+	r := result{code: code, stderr: out.String()}
 	if r.code != 0 {
 		log, _ := os.ReadFile(filepath.Join(tmp, "killed.log"))
 		t.Fatalf("final run: exit %d\n%s%s\nlog of the killed runs:\n%s", r.code, r.stdout, r.stderr, log)
@@ -118,6 +124,9 @@ func TestChaosSQLite(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "resuming") {
 		t.Errorf("the final run did not resume: %s", r.stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "bench-*")); len(left) > 0 {
+		t.Errorf("%d temp folders of killed runs left behind: %v", len(left), left)
 	}
 	db, err := dbsql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
 	if err != nil {

@@ -49,6 +49,7 @@ status), 1 when the request could not be run at all.`,
 			}
 			ctx, stop := interruptContext(cmd.ErrOrStderr())
 			defer stop()
+			defer launcher.Release()
 			return execTrial(ctx, cmd.ErrOrStderr(), requestURL, outcomeURL, !noStore)
 		},
 	}
@@ -102,6 +103,7 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 		return fail("logging", err)
 	}
 	defer closeLog()
+	reapStale(stderr)
 
 	run := &launcher.Run{Launch: l}
 	defer run.Close()

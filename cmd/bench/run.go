@@ -90,7 +90,15 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 		fmt.Fprint(stdout, runHelp())
 		return nil
 	}
+	// Signals are caught from the start: an interruption while the configs
+	// load stops bench as well as one during a trial.
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+	defer launcher.Release()
 	l, err := configs.Prepare(args, validateFunc)
+	if ctx.Err() != nil {
+		return exitWith(exitInterrupted, errors.New("interrupted"))
+	}
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
@@ -99,9 +107,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 		return exitWith(exitUsage, err)
 	}
 	defer closeLog()
-
-	ctx, stop := interruptContext(stderr)
-	defer stop()
+	reapStale(stderr)
 
 	if args.CreateUpdateStorageSchemaOnly {
 		st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false)
@@ -174,8 +180,17 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	return nil
 }
 
+// reapStale kills what bench processes that died left running and removes
+// their temp folders (launcher.ReapStale), before this one runs a trial.
+func reapStale(stderr io.Writer) {
+	if msg := launcher.ReapStale(); msg != "" {
+		fmt.Fprintln(stderr, "bench:", msg)
+	}
+}
+
 // interruptContext is cancelled by the first SIGINT or SIGTERM; a second
-// one exits at once with code 130.
+// one exits at once with code 130, after killing every process bench
+// started for trials (teardown's too) and removing its temp folders.
 func interruptContext(stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
@@ -189,7 +204,8 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 				cancel()
 				continue
 			}
-			fmt.Fprintln(stderr, "bench: interrupted twice: exiting now")
+			fmt.Fprintln(stderr, "bench: interrupted twice: killing the trials' processes and exiting now")
+			launcher.ForceStop()
 			os.Exit(exitInterrupted)
 		}
 	}()

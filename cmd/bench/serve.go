@@ -246,6 +246,8 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
+	defer launcher.Release()
+	reapStale(stderr)
 	run := &launcher.Run{Launch: l}
 	defer run.Close()
 	cfg, err := run.LoadSchedulerConfig()

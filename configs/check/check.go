@@ -90,7 +90,7 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 	}
 	docs := map[string]parsed{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := configs.ReadFile(f)
 		if err != nil {
 			rep.add(Problem{File: f, Message: err.Error()})
 			rep.Files = append(rep.Files, FileResult{File: f})

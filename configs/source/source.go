@@ -3,13 +3,14 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/configs/json5"
+	"github.com/benchtune/bench/internal/safeio"
 )
 
 // Doc is one parsed config document.
@@ -33,9 +34,10 @@ func Parse(file string, data []byte) (*Doc, error) {
 	return &Doc{File: file, Root: root}, nil
 }
 
-// ReadFile reads and parses a JSON5 file.
+// ReadFile reads and parses a JSON5 file: a regular file of at most 16
+// MiB (see internal/safeio).
 func ReadFile(path string) (*Doc, error) {
-	data, err := os.ReadFile(path)
+	data, err := safeio.ReadFile(context.Background(), path, safeio.Limit{What: "config file"}, safeio.DefaultConfigLimit)
 	if err != nil {
 		return nil, &Error{File: path, Msg: "cannot read config", Err: err}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/internal/decode"
+	"github.com/benchtune/bench/internal/reaper"
 )
 
 func init() {
@@ -112,7 +113,10 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		engines.Command(e.common.Bench, r.Request, r.Outcome)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "BENCH_EXIT_FILE="+r.Exit)
+	// Without bench's owner mark: the job must outlive this bench (to be
+	// re-attached), so a later bench must not take it for a dead bench's
+	// trial process (internal/reaper).
+	cmd.Env = append(reaper.Unmarked(os.Environ()), "BENCH_EXIT_FILE="+r.Exit)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -260,7 +264,7 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 		full := append([]string{"/bin/sh", "-c", `"$@"; s=$?; echo $s > "$BENCH_EXIT_FILE"`, "sh"}, argv...)
 		cmd := exec.Command(full[0], full[1:]...)
 		cmd.Dir = e.dir
-		cmd.Env = append(os.Environ(), "BENCH_EXIT_FILE="+r.Exit)
+		cmd.Env = append(reaper.Unmarked(os.Environ()), "BENCH_EXIT_FILE="+r.Exit) // outlives bench: no owner mark
 		cmd.Stdout, cmd.Stderr = log, log
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		err = cmd.Start()

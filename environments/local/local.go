@@ -22,6 +22,7 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/environments/internal/script"
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/tunables"
 )
@@ -97,6 +98,39 @@ type Env struct {
 	setupUsage *usage
 	// uploadWall is the wall time of the upload step after setup (0: none).
 	uploadWall time.Duration
+	// maxData is the size limit of the results and telemetry files for
+	// the trial being set up (0: safeio.DefaultDataLimit).
+	maxData int64
+}
+
+// MaxResultsFileSizeKey is the global that raises the size limit of
+// read_results_file and read_telemetry_file (default 64 MiB).
+const MaxResultsFileSizeKey = "max_results_file_size"
+
+// dataLimit returns the limit for reading a results or telemetry file.
+func (e *Env) dataLimit(what string) safeio.Limit {
+	e.mu.Lock()
+	n := e.maxData
+	e.mu.Unlock()
+	return safeio.Limit{Bytes: n, What: what,
+		Hint: "raise it with the global " + MaxResultsFileSizeKey + ", e.g. --" + MaxResultsFileSizeKey + " 256MiB"}
+}
+
+// maxDataSize reads max_results_file_size from the trial's globals, then
+// the experiment's (0: not set).
+func (e *Env) maxDataSize(globals environments.Params) (int64, error) {
+	v, ok := globals[MaxResultsFileSizeKey]
+	if !ok || v == nil {
+		v, ok = e.Spec().Globals[MaxResultsFileSizeKey]
+	}
+	if !ok || v == nil {
+		return 0, nil
+	}
+	n, err := safeio.ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("global %s: %w", MaxResultsFileSizeKey, err)
+	}
+	return n, nil
 }
 
 var _ environments.Environment = (*Env)(nil)
@@ -265,8 +299,12 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.who(), err)
 	}
+	maxData, err := e.maxDataSize(globals)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.who(), err)
+	}
 	e.mu.Lock()
-	e.measure, e.setupUsage, e.uploadWall = measure, nil, 0
+	e.measure, e.setupUsage, e.uploadWall, e.maxData = measure, nil, 0, maxData
 	e.mu.Unlock()
 	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
@@ -383,7 +421,8 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 	}
 	if e.readResults != "" {
 		path := e.resolve(e.readResults, dir)
-		data, err := configs.ReadFile(path)
+		// Read under the run's context: its timeout covers the read too.
+		data, err := configs.ReadFileLimit(ctx, path, e.dataLimit("results file"), safeio.DefaultDataLimit)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return environments.Result{Status: environments.FAILED, Time: now(),
@@ -439,7 +478,7 @@ func (e *Env) Status(ctx context.Context) environments.StatusReport {
 		return environments.StatusReport{Status: environments.READY, Time: now()}
 	}
 	path := e.resolve(e.readTelemetry, dir)
-	data, err := configs.ReadFile(path)
+	data, err := configs.ReadFileLimit(ctx, path, e.dataLimit("telemetry file"), safeio.DefaultDataLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			e.log.Debug("no telemetry file yet", "file", path)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
 
@@ -220,7 +221,7 @@ func isEmptyDir(p string) (bool, error) {
 }
 
 func (s *S3FileShareService) uploadFile(ctx context.Context, localPath, key string) error {
-	f, err := os.Open(localPath)
+	f, _, err := safeio.Open(localPath, "file to upload") // never a FIFO or a device
 	if err != nil {
 		return fmt.Errorf("S3 upload: %w", err)
 	}

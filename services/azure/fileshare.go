@@ -27,6 +27,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azfile/share"
 
 	"github.com/benchtune/bench/internal/decode"
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
 
@@ -379,7 +380,7 @@ func parentOf(rel string) string {
 }
 
 func (s *FileShareService) uploadFile(ctx context.Context, localPath, rel string) error {
-	f, err := os.Open(localPath)
+	f, _, err := safeio.Open(localPath, "file to upload") // never a FIFO or a device
 	if err != nil {
 		return fmt.Errorf("Azure Files upload: %w", err)
 	}

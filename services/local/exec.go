@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/benchtune/bench/internal/capture"
+	"github.com/benchtune/bench/internal/reaper"
 	"io"
 	"log/slog"
 	"os"
@@ -194,6 +195,12 @@ func buildEnv(extra, proc map[string]string) ([]string, error) {
 	env, err = appendEnv(env, proc, " (it comes from the trial's process environment)")
 	if err != nil {
 		return nil, err
+	}
+	// The owner's mark, last so that it wins: if bench dies without
+	// stopping the line, the next bench finds and kills everything the
+	// line started (internal/reaper).
+	if mark := reaper.Mark(); mark != "" {
+		env = append(env, mark)
 	}
 	return env, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/benchtune/bench/internal/capture"
+	"github.com/benchtune/bench/internal/reaper"
 	"io"
 	"log/slog"
 	"os"
@@ -574,4 +575,20 @@ func BenchmarkLaunchVsShellLoop(b *testing.B) {
 	b.ReportMetric(float64(execTime.Microseconds())/float64(b.N*n), "us/localexec")
 	b.ReportMetric(float64(loopTime.Microseconds())/float64(b.N*n), "us/shell-launch")
 	b.ReportMetric(float64(execTime)/float64(loopTime), "ratio")
+}
+
+// Every process a line starts carries its owner's mark, even when the
+// config sets a variable of that name, so that a later bench can find and
+// kill what a killed bench left running (internal/reaper).
+func TestLocalExecMarksProcessesWithTheirOwner(t *testing.T) {
+	me, err := reaper.Self()
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	svc := newExec(t, DefaultConfig(), testOptions())
+	res := run(t, svc, services.ExecRequest{Dir: t.TempDir(), Env: map[string]string{reaper.EnvVar: "forged"},
+		Lines: []string{`sh -c 'echo "$` + reaper.EnvVar + `"'`}})
+	if got := strings.TrimSpace(res.Stdout); got != me.String() {
+		t.Errorf("a grandchild sees %s=%q, want %q", reaper.EnvVar, got, me.String())
+	}
 }

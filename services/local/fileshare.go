@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
 
@@ -213,7 +214,7 @@ func (s *LocalDirFileShareService) uploadFile(ctx context.Context, root *os.Root
 	if err := s.checkInside(rel); err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
-	src, err := os.Open(local)
+	src, _, err := safeio.Open(local, "file to upload") // never a FIFO or a device
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
@@ -311,7 +312,7 @@ func (s *LocalDirFileShareService) downloadDir(ctx context.Context, root *os.Roo
 }
 
 func (s *LocalDirFileShareService) downloadFile(ctx context.Context, root *os.Root, rel, local string, fi os.FileInfo) error {
-	src, err := root.Open(rel)
+	src, _, err := safeio.OpenIn(root, rel, "file to download") // never a FIFO or a device
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}

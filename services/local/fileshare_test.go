@@ -8,9 +8,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/benchtune/bench/internal/safeio"
 )
 
 func newShare(t *testing.T) (*LocalDirFileShareService, string) {
@@ -262,5 +266,36 @@ func TestFileShareCancelled(t *testing.T) {
 	cancel()
 	if err := s.Upload(ctx, nil, src, "d", true); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A FIFO (or a device) where a file is expected is refused at once: a
+// transfer never blocks in open or reads without end.
+func TestFileShareRefusesFIFOs(t *testing.T) {
+	s, root := newShare(t)
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	local := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(local, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan [2]error, 1)
+	go func() {
+		ctx := context.Background()
+		done <- [2]error{
+			s.Download(ctx, nil, "pipe", filepath.Join(local, "out"), false),
+			s.Upload(ctx, nil, filepath.Join(local, "pipe"), "up", false),
+		}
+	}()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			if !errors.Is(err, safeio.ErrNotRegular) || !strings.Contains(err.Error(), "named pipe") {
+				t.Errorf("transfer %d: want a not-a-regular-file error, got %v", i, err)
+			}
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a transfer of a FIFO blocked")
 	}
 }

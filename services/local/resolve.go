@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"github.com/benchtune/bench/internal/safeio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,7 +99,8 @@ func isRegular(p string) bool {
 // readShebang reads a "#!interpreter [arg]" first line. As on Linux,
 // everything after the interpreter is one argument.
 func readShebang(path string) (interp, arg string, ok bool) {
-	f, err := os.Open(path)
+	// Never blocks on a FIFO, never reads a device.
+	f, _, err := safeio.Open(path, "script")
 	if err != nil {
 		return "", "", false
 	}

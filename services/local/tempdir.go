@@ -8,8 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
+
+	"github.com/benchtune/bench/internal/reaper"
 )
 
 // tempDirs hands out working directories: the configured one, or a fresh
@@ -69,6 +73,7 @@ func (t *tempDirs) TempDir(ctx context.Context, name string) (string, func() err
 	}
 	key := sanitizeName(name)
 	if t.keep {
+		// A kept folder has no owner mark: RemoveStaleTempDirs leaves it.
 		dir, err := os.MkdirTemp("", "bench-"+key+"-")
 		if err != nil {
 			return "", nil, fmt.Errorf("create a temp dir: %w", err)
@@ -81,7 +86,7 @@ func (t *tempDirs) TempDir(ctx context.Context, name string) (string, func() err
 	dir := t.takeSpare(key)
 	if dir == "" {
 		var err error
-		if dir, err = os.MkdirTemp("", "bench-"+key+"-"); err != nil {
+		if dir, err = os.MkdirTemp("", tempPrefix(key)); err != nil {
 			return "", nil, fmt.Errorf("create a temp dir: %w", err)
 		}
 	}
@@ -90,6 +95,81 @@ func (t *tempDirs) TempDir(ctx context.Context, name string) (string, func() err
 		once.Do(func() { err = t.release(key, dir) })
 		return err
 	}, nil
+}
+
+// tempPrefix is the name of a fresh temp folder before its random part:
+// bench-<name>-<owner mark>- (internal/reaper), so that a later bench can
+// tell the folders of a bench that died (RemoveStaleTempDirs).
+func tempPrefix(key string) string {
+	o, err := reaper.Self()
+	if err != nil {
+		return "bench-" + key + "-"
+	}
+	return "bench-" + key + "-" + o.String() + "-"
+}
+
+// staleName matches the temp folders tempPrefix names: the owner mark is
+// the part before the random suffix.
+var staleName = regexp.MustCompile(`^bench-.+-(o[0-9a-f]{8}\.[0-9]+\.[0-9]+)-[0-9]+$`)
+
+// RemoveStaleTempDirs removes the temp folders (under os.TempDir()) that
+// LocalExecService or TempDirContextService made for a bench process that
+// is no longer alive (killed before it could remove them), and returns
+// them. Folders of live bench processes, kept folders (keep_temp_dir),
+// configured temp_dir folders, other users' folders and anything that is
+// not a plain folder are left alone. Kill the dead owners' processes
+// first (reaper.KillStale), so that none writes there while it goes.
+func RemoveStaleTempDirs() ([]string, error) {
+	return removeStaleTempDirs(os.TempDir())
+}
+
+func removeStaleTempDirs(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	uid := os.Getuid()
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		m := staleName.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() { // IsDir is false for a symlink
+			continue
+		}
+		o, ok := reaper.ParseOwner(m[1])
+		if !ok || o.Alive() || reaper.Released(m[1]) {
+			continue
+		}
+		p := filepath.Join(root, e.Name())
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil || int(st.Uid) != uid {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("remove stale temp dir: %w", err))
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// RemoveOwnTempDirs removes this process's temp folders under
+// os.TempDir(): for an exit that cannot wait for the usual cleanup.
+func RemoveOwnTempDirs() {
+	me, err := reaper.Self()
+	if err != nil {
+		return
+	}
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if m := staleName.FindStringSubmatch(e.Name()); m != nil && m[1] == me.String() && e.IsDir() {
+			_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+		}
+	}
 }
 
 // takeSpare returns the spare directory for key if it is still empty

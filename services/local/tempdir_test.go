@@ -3,10 +3,14 @@ package local
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/benchtune/bench/internal/reaper"
 )
 
 func TestTempDirFresh(t *testing.T) {
@@ -250,4 +254,61 @@ func BenchmarkTempDir(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestRemoveStaleTempDirs(t *testing.T) {
+	me, err := reaper.Self()
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	root := t.TempDir()
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := reaper.Owner{Boot: me.Boot, PID: c.Process.Pid, Start: 1}
+	mk := func(name string) string {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := mk("bench-my-env-" + dead.String() + "-123456")
+	live := mk("bench-my-env-" + me.String() + "-123456")
+	kept := mk("bench-my-env-123456")                // keep_temp_dir: no owner
+	other := mk("benchmark-" + dead.String() + "-1") // not ours
+	target := mk("elsewhere")
+	link := filepath.Join(root, "bench-x-"+dead.String()+"-7")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := removeStaleTempDirs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != stale {
+		t.Errorf("removed %v, want only %s", removed, stale)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the dead bench's folder is still there: %v", err)
+	}
+	for _, p := range []string{live, kept, other, target, link} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s must stay: %v", p, err)
+		}
+	}
+	// A fresh temp dir carries this process's mark.
+	td, err := newTempDirs(TempDirConfig{}, nil, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, cleanup, err := td.TempDir(context.Background(), "e n v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if m := staleName.FindStringSubmatch(filepath.Base(dir)); m == nil || m[1] != me.String() {
+		t.Errorf("temp dir %s lacks the owner mark %s", dir, me)
+	}
 }

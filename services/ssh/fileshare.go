@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
 
@@ -232,7 +233,7 @@ func tmpSuffix() string {
 // uploadFile streams a local file to a temporary remote file next to dst
 // and renames it into place, so dst is never left half written.
 func uploadFile(ctx context.Context, sc *sftp.Client, src string, info fs.FileInfo, dst string) error {
-	in, err := os.Open(src)
+	in, _, err := safeio.Open(src, "file to upload") // never a FIFO or a device
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,17 @@ package ssh
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"github.com/benchtune/bench/internal/shellenv"
 	"io/fs"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/benchtune/bench/internal/safeio"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -115,7 +116,7 @@ func (c Config) hostKeyPolicy(t target) (ssh.HostKeyCallback, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := safeio.ReadFile(context.Background(), path, safeio.Limit{What: "known_hosts file"}, safeio.DefaultConfigLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("cannot verify the host key of %s: known_hosts file %s does not exist. "+

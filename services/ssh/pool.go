@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchtune/bench/internal/safeio"
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -376,7 +377,7 @@ func loadSigners(t target) (func() ([]ssh.Signer, error), string, func(), error)
 }
 
 func readKey(path string) (ssh.Signer, error) {
-	data, err := os.ReadFile(path)
+	data, err := safeio.ReadFile(context.Background(), path, safeio.Limit{What: "private key file"}, safeio.DefaultConfigLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("ssh_priv_key_path %s does not exist: %w", path, err)
