@@ -25,9 +25,9 @@ func (e *MissingParamError) Error() string {
 // is present, taking it from source when dest lacks it. Keys are processed
 // in sorted order so that the first missing one reported is deterministic.
 func MergeParameters(dest, source map[string]any, required []string, who string) error {
-	for k := range dest {
+	for k, cur := range dest {
 		if v, ok := source[k]; ok {
-			dest[k] = v
+			dest[k] = CoerceLike(cur, v)
 		}
 	}
 	req := append([]string(nil), required...)
@@ -45,12 +45,52 @@ func MergeParameters(dest, source map[string]any, required []string, who string)
 	return nil
 }
 
+// CoerceLike returns v, the value of a global overriding a config key
+// whose value is cur, converted to cur's type where v is text that spells
+// a value of that type: "true" and "false" (any case) for a boolean key,
+// a number for a numeric key (an integer key keeps integers only). A
+// command-line global is text or a number (ParseScalar), and a "$name"
+// template expands to text, so without this `--ssh_insecure_ignore_host_key
+// true` or "port": "$pg_port" would reach a typed key as a string. Any
+// other value is returned unchanged (and is checked by the key's decoder).
+func CoerceLike(cur, v any) any {
+	s, isStr := v.(string)
+	if !isStr {
+		// An integral float (e.g. from a JSON number 8.0) overriding an
+		// integer key stays as it is: decoders accept it.
+		return v
+	}
+	t := strings.TrimSpace(s)
+	switch cur.(type) {
+	case bool:
+		switch strings.ToLower(t) {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+	case int64, int:
+		if i, ok := pyParseInt(t); ok {
+			return i
+		}
+	case float64:
+		if f, ok := pyParseFloat(t); ok {
+			if i, ok := pyParseInt(t); ok && float64(i) == f {
+				return i
+			}
+			return f
+		}
+	}
+	return v
+}
+
 // MergeOrdered is MergeParameters for an ordered destination (const_args,
 // whose order matters for templating).
 func MergeOrdered(dest *Ordered, source map[string]any, required []string, who string) error {
 	for _, k := range dest.Keys() {
 		if v, ok := source[k]; ok {
-			dest.Set(k, v)
+			cur, _ := dest.Get(k)
+			dest.Set(k, CoerceLike(cur, v))
 		}
 	}
 	req := append([]string(nil), required...)
