@@ -163,6 +163,10 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	} else if r.Experiment, r.Resumed, err = r.Storage.Experiment(ctx, info); err != nil {
 		return nil, err
 	}
+	if l.Secrets != nil {
+		// Nothing the trials write reaches the storage with a secret in it.
+		r.Experiment = storage.Redacting(r.Experiment, l.Secrets)
+	}
 	var reuseFrom storage.Experiment
 	if schedCfg.Reuse && schedCfg.ReuseFrom != "" {
 		if reuseFrom, err = r.reuseSource(ctx, schedCfg.ReuseFrom, info); err != nil {
@@ -216,7 +220,33 @@ func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner,
 	if err != nil {
 		return nil, err
 	}
+	if err := addEnvSecrets(l.Secrets, env); err != nil {
+		return nil, err
+	}
 	return schedulers.NewLocalRunner(id, env), nil
+}
+
+// addEnvSecrets records the secret parameters of env and its children
+// (const_args such as a db_password, and the names a "secret_params"
+// const_arg lists), so that their values are kept out of what bench
+// writes.
+func addEnvSecrets(s *configs.Secrets, env environments.Environment) error {
+	if s == nil {
+		return nil
+	}
+	if err := s.AddParams(env.Parameters()); err != nil {
+		return fmt.Errorf("environment %q: %w", env.Name(), err)
+	}
+	if c, ok := env.(interface {
+		Children() []environments.Environment
+	}); ok {
+		for _, ch := range c.Children() {
+			if err := addEnvSecrets(s, ch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // baseServices builds the LocalExecService every stack starts with, then

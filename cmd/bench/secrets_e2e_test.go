@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSecretsKeptSecret plants secrets (a parameter whose name looks
+// secret, and one listed in "secret_params") and a script that prints
+// them with set -x and fails with them in its stderr. The script gets the
+// real values; nothing bench writes holds them: not its output, the log
+// file, the error it exits with, the database or bench show.
+func TestSecretsKeptSecret(t *testing.T) {
+	const pw, lic = "hunter2-s3cr3t", "LIC-98765-XYZ"
+	dir := t.TempDir()
+	write(t, dir, "globals.jsonc", `{
+		"experiment_id": "SEC",
+		"db_password": "`+pw+`",
+		"license_code": "`+lic+`",
+		"secret_params": ["license_code"]
+	}`, 0o644)
+	write(t, dir, "env.jsonc", `{
+		"name": "sec",
+		"class": "mlos_bench.environments.local.LocalEnv",
+		"config": {
+			"const_args": {"db_password": "placeholder", "license_code": "none", "marker_dir": "`+dir+`"},
+			"shell_env_params": ["db_password", "license_code", "marker_dir"],
+			"setup": ["printf '%s %s' \"$db_password\" \"$license_code\" > \"$marker_dir/seen.txt\""],
+			"run": ["run.sh $db_password"]
+		}
+	}`, 0o644)
+	write(t, dir, "run.sh", "#!/bin/sh\nset -x\necho \"connecting with $db_password and $license_code\"\necho \"bad password $db_password for $license_code\" >&2\nexit 3\n", 0o755)
+
+	r := runBench(t, dir, "--environment", "env.jsonc", "--globals", "globals.jsonc",
+		"--log_level", "DEBUG", "--log_file", "bench.log", "--no-progress")
+	if r.code == 0 {
+		t.Fatalf("the failing trial should fail the run\n%s%s", r.stdout, r.stderr)
+	}
+	// The script got the real values.
+	if seen, err := os.ReadFile(filepath.Join(dir, "seen.txt")); err != nil || string(seen) != pw+" "+lic {
+		t.Fatalf("the script saw %q (%v), want the real secrets", seen, err)
+	}
+	check := func(where, text string) {
+		t.Helper()
+		for _, s := range []string{pw, lic} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds the secret %q:\n%s", where, s, text)
+			}
+		}
+	}
+	check("bench's stdout", r.stdout)
+	check("bench's stderr", r.stderr)
+	if !strings.Contains(r.stderr, "[REDACTED]") {
+		t.Errorf("stderr should show the failure with the secret replaced:\n%s", r.stderr)
+	}
+	logText, err := os.ReadFile(filepath.Join(dir, "bench.log"))
+	if err != nil || len(logText) == 0 {
+		t.Fatalf("log file: %v", err)
+	}
+	check("the log file", string(logText))
+	files, _ := filepath.Glob(filepath.Join(dir, "bench.sqlite*"))
+	if len(files) == 0 {
+		t.Fatal("no database")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(f, string(data))
+	}
+	for _, args := range [][]string{{"show", "1"}, {"show", "1", "--format", "json"}, {"show", "1", "--globals", "globals.jsonc"}, {"results", "--format", "json"}} {
+		r := runBench(t, dir, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+		check(strings.Join(args, " "), r.stdout+r.stderr)
+		if args[0] == "show" && !strings.Contains(r.stdout, "connecting with [REDACTED] and [REDACTED]") {
+			t.Errorf("%v: the captured output should be kept with the secrets replaced:\n%s", args, r.stdout)
+		}
+	}
+}
