@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -45,6 +46,10 @@ type Run struct {
 	SchedulerConfig schedulers.Config
 	Tunables        *tunables.Groups
 	RootEnv         string // resolved path of the root environment config
+	// SecurityNotices are the services' notices of less safe modes their
+	// configs asked for (SSH host keys not checked): printed whatever the
+	// log level and recorded with the experiment (storage notes).
+	SecurityNotices []string
 
 	schedulerHasID bool // the scheduler config file sets experiment_id
 
@@ -116,6 +121,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		r.Runners = append(r.Runners, lr)
 	}
 
+	r.SecurityNotices = r.Notices()
 	if r.Tunables, err = r.initialTunables(); err != nil {
 		return nil, err
 	}
@@ -140,6 +146,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		Description:   r.Runners[0].Env.Name(),
 		RootEnvConfig: r.RootEnv,
 		FirstTrialID:  schedCfg.TrialID,
+		Notes:         r.SecurityNotices,
 	}
 	g := <-gitDone
 	info.GitRepo, info.GitCommit = g.repo, g.commit
@@ -224,6 +231,20 @@ func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner,
 		return nil, err
 	}
 	return schedulers.NewLocalRunner(id, env), nil
+}
+
+// Notices returns the security notices of the services built so far (by
+// Build or BuildRunner), each once.
+func (r *Run) Notices() []string {
+	var out []string
+	for _, b := range r.builders {
+		for _, n := range b.SecurityNotices() {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // addEnvSecrets records the secret parameters of env and its children

@@ -109,6 +109,7 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 	if err != nil {
 		return fail("loading the environment", err)
 	}
+	printSecurityNotices(stderr, run.Notices())
 	globals := maps.Clone(l.Globals)
 	if globals == nil {
 		globals = map[string]any{}

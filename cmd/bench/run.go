@@ -135,6 +135,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 		return exitWith(exitUsage, err)
 	}
 	defer r.Close()
+	printSecurityNotices(stderr, r.SecurityNotices)
 
 	state := "new experiment"
 	if r.Resumed {
@@ -311,4 +312,13 @@ func (r redactWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// printSecurityNotices prints what runs in a less safe mode (SSH host
+// keys not checked) whatever the log level: such a run is never silent.
+// The notices are also recorded with the experiment.
+func printSecurityNotices(stderr io.Writer, notices []string) {
+	for _, n := range notices {
+		fmt.Fprintf(stderr, "bench: WARNING: %s (recorded with the experiment)\n", n)
+	}
 }

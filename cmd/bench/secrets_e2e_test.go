@@ -82,3 +82,42 @@ func TestSecretsKeptSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestInsecureSSHVisible turns host-key checking off from the command
+// line (--ssh_insecure_ignore_host_key true overriding the service
+// config's false: the text becomes the key's boolean) with the log level
+// at ERROR: bench still says so on stderr, and records it with the
+// experiment.
+func TestInsecureSSHVisible(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "ssh.jsonc", `{"class": "mlos_bench.services.remote.ssh.SshHostService",
+		"config": {"ssh_insecure_ignore_host_key": false, "ssh_port": 22}}`, 0o644)
+	write(t, dir, "env.jsonc", `{
+		"name": "ins",
+		"class": "mlos_bench.environments.local.LocalEnv",
+		"include_services": ["ssh.jsonc"],
+		"config": {"run": ["echo score=1"], "results_stdout_pattern": "(score)=(\\d+)"}
+	}`, 0o644)
+	r := runBench(t, dir, "--environment", "env.jsonc", "--experiment_id", "INS", "--log_level", "ERROR", "--no-progress",
+		"--ssh_insecure_ignore_host_key", "true", "--ssh_port", "2222")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	const notice = "SshHostService: SSH host key verification is OFF"
+	if !strings.Contains(r.stderr, "WARNING: "+notice) {
+		t.Errorf("stderr does not say that host keys are not checked:\n%s", r.stderr)
+	}
+	r = runBench(t, dir, "results", "--list", "--format", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"notes"`) || !strings.Contains(r.stdout, notice) {
+		t.Errorf("results --list: the experiment does not record the notice:\n%s%s", r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, "show", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "Experiment note: "+notice) {
+		t.Errorf("show 1:\n%s%s", r.stdout, r.stderr)
+	}
+	// Without the override, nothing is said.
+	r = runBench(t, dir, "--environment", "env.jsonc", "--experiment_id", "SAFE", "--log_level", "ERROR", "--no-progress")
+	if r.code != 0 || strings.Contains(r.stderr, notice) {
+		t.Errorf("secure run: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -260,6 +260,7 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		}
 		runners = append(runners, lr)
 	}
+	printSecurityNotices(stderr, run.Notices())
 	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), url)
 	stats, err := serve.RunWorker(ctx, serve.WorkerConfig{
 		URL: strings.TrimRight(url, "/"), Token: tok, CAFile: caFile, Runners: runners, Globals: l.Globals,

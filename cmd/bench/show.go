@@ -43,6 +43,9 @@ func newShowCmd() *cobra.Command {
 			if format == "json" {
 				return writeJSON(cmd.OutOrStdout(), d)
 			}
+			for _, n := range exp.Info().Notes {
+				fmt.Fprintf(cmd.OutOrStdout(), "Experiment note: %s\n", n)
+			}
 			writeTrialDetail(cmd.OutOrStdout(), exp.Info().ID, d)
 			return nil
 		},
