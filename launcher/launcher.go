@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
