@@ -274,7 +274,6 @@ func loadExample(t *testing.T, dir, path string, kind schemas.Kind, doc *source.
 	return nil
 }
 
-
 func mustParse(t *testing.T, text string) *source.Doc {
 	t.Helper()
 	d, err := source.Parse("inline.jsonc", []byte(text))
