@@ -21,7 +21,9 @@ func (e *MissingParamError) Error() string {
 
 // MergeParameters copies into dest the values of source for the keys dest
 // already has (mlos_bench's merge_parameters: globals override only keys
-// already present in a class's config), then makes sure every required key
+// already present in a class's config), converted to the key's type where
+// the value is text spelling it (CoerceLike: the typed configs of
+// services, optimizers, storage and schedulers), then makes sure every required key
 // is present, taking it from source when dest lacks it. Keys are processed
 // in sorted order so that the first missing one reported is deterministic.
 func MergeParameters(dest, source map[string]any, required []string, who string) error {
@@ -84,13 +86,25 @@ func CoerceLike(cur, v any) any {
 	return v
 }
 
+// MergeVerbatim copies into dest the values of source for the keys dest
+// already has, unchanged (no CoerceLike): an environment's parameters,
+// which reach scripts as text exactly as mlos_bench passes them.
+func MergeVerbatim(dest, source map[string]any) {
+	for k := range dest {
+		if v, ok := source[k]; ok {
+			dest[k] = v
+		}
+	}
+}
+
 // MergeOrdered is MergeParameters for an ordered destination (const_args,
-// whose order matters for templating).
+// whose order matters for templating). Values are copied unchanged (no
+// CoerceLike): const_args reach scripts as text, and a command-line
+// "--flag true" reaches them as "true", as in mlos_bench.
 func MergeOrdered(dest *Ordered, source map[string]any, required []string, who string) error {
 	for _, k := range dest.Keys() {
 		if v, ok := source[k]; ok {
-			cur, _ := dest.Get(k)
-			dest.Set(k, CoerceLike(cur, v))
+			dest.Set(k, v)
 		}
 	}
 	req := append([]string(nil), required...)

@@ -81,12 +81,19 @@ func TestMergeParametersCoercesToKeyType(t *testing.T) {
 	if diff := cmp.Diff(want, dest); diff != "" {
 		t.Errorf("merged (-want +got):\n%s", diff)
 	}
+	// const_args and environment parameters reach scripts as text: they
+	// keep the global's value as it is, as in mlos_bench.
 	o := NewOrdered()
 	o.Set("enabled", true)
 	if err := MergeOrdered(o, map[string]any{"enabled": "FALSE"}, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := o.Get("enabled"); v != false {
-		t.Errorf("ordered: enabled = %#v, want false", v)
+	if v, _ := o.Get("enabled"); v != "FALSE" {
+		t.Errorf("const_args: enabled = %#v, want the text unchanged", v)
+	}
+	p := map[string]any{"version": 1.0}
+	MergeVerbatim(p, map[string]any{"version": "1.10"})
+	if p["version"] != "1.10" {
+		t.Errorf("parameters: version = %#v, want the text unchanged", p["version"])
 	}
 }
