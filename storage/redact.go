@@ -53,7 +53,18 @@ func (e *redacting) spec(s TrialSpec) TrialSpec {
 	return s
 }
 
-func (e *redacting) outcome(o TrialOutcome) TrialOutcome {
+func (e *redacting) outcome(o TrialOutcome) TrialOutcome { return RedactOutcome(o, e.r) }
+
+// RedactOutcome returns o with its failure reason, text results and
+// telemetry, and captured output (commands, stdout, stderr) redacted by r,
+// for outcomes that leave this process another way than through a
+// Redacting experiment (bench exec-trial's outcome file, a network
+// worker's result). o itself is not changed; a nil r returns o.
+func RedactOutcome(o TrialOutcome, r Redactor) TrialOutcome {
+	if r == nil {
+		return o
+	}
+	e := &redacting{r: r}
 	o.FailureReason = e.r.Redact(o.FailureReason)
 	if o.Results != nil {
 		res := maps.Clone(o.Results)

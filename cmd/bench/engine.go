@@ -127,6 +127,9 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 	}
 	slog.Info("bench exec-trial: running", "experiment", req.ExperimentID, "trial", req.TrialID, "host", hostname())
 	out := runner.Run(ctx, spec)
+	// The outcome is stored (shared storage) and written (the outcome
+	// file) from here: without secrets.
+	out = storage.RedactOutcome(out, l.Secrets)
 	if store {
 		storeOutcome(ctx, l, req, &out)
 	}
