@@ -266,7 +266,7 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), url)
 	stats, err := serve.RunWorker(ctx, serve.WorkerConfig{
 		URL: strings.TrimRight(url, "/"), Token: tok, CAFile: caFile, Runners: runners, Globals: l.Globals,
-		Redact: func(o trial.Outcome) trial.Outcome { return storage.RedactOutcome(o, l.Secrets) },
+		Redact:            func(o trial.Outcome) trial.Outcome { return storage.RedactOutcome(o, l.Secrets) },
 		TelemetryInterval: cfg.TelemetryInterval, Logger: slog.Default(),
 		OnFinished: func(id int, out trial.Outcome, stored bool) {
 			if stored {
