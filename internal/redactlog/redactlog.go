@@ -63,15 +63,9 @@ func (h *Handler) attr(a slog.Attr) slog.Attr {
 	case slog.KindString:
 		return slog.String(a.Key, h.secrets.RedactValue(a.Key, a.Value.String()))
 	case slog.KindAny:
-		v := a.Value.Any()
-		var s string
-		switch x := v.(type) {
-		case error:
-			s = x.Error()
-		case fmt.Stringer:
-			s = x.String()
-		default:
-			s = fmt.Sprint(x)
+		s, ok := text(a.Value.Any())
+		if !ok {
+			return a
 		}
 		if red := h.secrets.RedactValue(a.Key, s); red != s {
 			return slog.String(a.Key, red)
@@ -82,5 +76,24 @@ func (h *Handler) attr(a slog.Attr) slog.Attr {
 			return slog.String(a.Key, configs.Redacted)
 		}
 		return a
+	}
+}
+
+// text renders an attribute value as the handler would; ok is false when
+// that panics (a nil pointer's String method, say), and the value is then
+// left to the next handler, which reports it.
+func text(v any) (s string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			s, ok = "", false
+		}
+	}()
+	switch x := v.(type) {
+	case error:
+		return x.Error(), true
+	case fmt.Stringer:
+		return x.String(), true
+	default:
+		return fmt.Sprint(x), true
 	}
 }

@@ -32,3 +32,18 @@ func TestHandler(t *testing.T) {
 		}
 	}
 }
+
+type nilStringer struct{ s *string }
+
+func (n *nilStringer) String() string { return *n.s }
+
+// A value whose String method panics does not take the handler down.
+func TestHandlerPanickingStringer(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(New(slog.NewTextHandler(&b, nil), configs.NewSecrets()))
+	var n *nilStringer
+	log.Info("x", "v", n)
+	if !strings.Contains(b.String(), "msg=x") {
+		t.Errorf("log: %s", b.String())
+	}
+}
