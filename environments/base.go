@@ -25,6 +25,7 @@ type Base struct {
 	constArgs *configs.Ordered
 	tunables  *tunables.Groups
 	params    Params
+	memo      setupMemo // setup reuse (reuse.go)
 }
 
 // NewBase computes an environment's parameters as mlos_bench does:

@@ -50,6 +50,9 @@ type Run struct {
 	// configs asked for (SSH host keys not checked): printed whatever the
 	// log level and recorded with the experiment (storage notes).
 	SecurityNotices []string
+	// CgroupNote says whether per-runner cgroups are used, and how ("":
+	// not asked for).
+	CgroupNote string
 
 	schedulerHasID bool // the scheduler config file sets experiment_id
 
@@ -119,6 +122,11 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 			return nil, err
 		}
 		r.Runners = append(r.Runners, lr)
+	}
+	if schedCfg.Cgroups != "off" && schedCfg.Engine == nil {
+		if err := r.attachCgroups(schedCfg.Cgroups); err != nil {
+			return nil, err
+		}
 	}
 
 	r.SecurityNotices = r.Notices()
@@ -208,6 +216,31 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		return nil, err
 	}
 	return r, nil
+}
+
+// attachCgroups gives each runner a cgroup v2 group (cgroups "auto" or
+// "on"); "auto" goes on without them, saying why.
+func (r *Run) attachCgroups(mode string) error {
+	for _, lr := range r.Runners {
+		cg, err := services.NewCgroup(fmt.Sprintf("runner-%d", lr.RunnerID))
+		if err != nil {
+			if mode == "on" {
+				return fmt.Errorf("cgroups on: %w (run as root on a system with cgroup v2, or use cgroups auto)", err)
+			}
+			r.log.Warn("per-runner cgroups not used", "reason", err)
+			r.CgroupNote = "not used: " + err.Error()
+			return nil
+		}
+		lr.Cgroup = cg
+	}
+	st, _ := r.Runners[0].Cgroup.Stats()
+	r.CgroupNote = "used (CPU of every process of a trial, daemons included"
+	if st.PeakBytes >= 0 {
+		r.CgroupNote += ", and its peak memory)"
+	} else {
+		r.CgroupNote += "; peak memory unavailable: the memory controller is not enabled for the groups)"
+	}
+	return nil
 }
 
 // BuildRunner loads the root environment with its services for trial
@@ -505,6 +538,9 @@ func (r *Run) Close() error {
 	var errs []error
 	if r.engine != nil {
 		errs = append(errs, r.engine.Close())
+	}
+	for _, lr := range r.Runners {
+		errs = append(errs, lr.Close())
 	}
 	for _, b := range r.builders {
 		errs = append(errs, b.Close())

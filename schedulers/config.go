@@ -95,6 +95,10 @@ type Config struct {
 	CPUSlots     int
 	CoresPerSlot int
 	PinCores     bool
+	// Cgroups runs each local runner's commands in a cgroup v2 group of its
+	// own and reports each trial's CPU and peak memory from it (cgroups:
+	// "off", the default, "auto": where possible, "on": required).
+	Cgroups string
 	// DriverOnly runs no trial in this process: the driver only suggests,
 	// for bench worker processes and network workers to run (local_trials
 	// false, --no-local-trials).
@@ -132,6 +136,7 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"pin_cores":                 false,
 		"engine":                    "",
 		"local_trials":              true,
+		"cgroups":                   "off",
 	}
 }
 
@@ -231,6 +236,16 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	}
 	if v := cfg["gpus"]; v != nil {
 		out.GPUs = strings.TrimSpace(configs.PyStr(v))
+	}
+	switch v := strings.ToLower(strings.TrimSpace(configs.PyStr(cfg["cgroups"]))); v {
+	case "off", "false", "no", "0", "none":
+		out.Cgroups = "off"
+	case "auto":
+		out.Cgroups = "auto"
+	case "on", "true", "yes", "1":
+		out.Cgroups = "on"
+	default:
+		bad("cgroups", "cgroups must be off, auto or on, got %v", configs.PyStr(cfg["cgroups"]))
 	}
 	switch e := cfg["engine"].(type) {
 	case string:

@@ -76,12 +76,32 @@ type Recoverer interface {
 	Recover(ctx context.Context, spec Spec, h Handle) trial.Outcome
 }
 
+// SetupAffine is implemented by runners that can tell whether their
+// environment is already set up for a trial (bench_reuse_setup): its
+// setup would be skipped for a trial with these tunable values (as
+// stored). The dispatcher prefers such a runner among the idle ones.
+type SetupAffine interface {
+	SetupAffinity(params map[string]string) bool
+}
+
 // LocalRunner runs trials on its own copy of the environment in this
 // process (mlos_bench's TrialRunner); trial_runner_id is its ID.
 type LocalRunner struct {
 	RunnerID int
 	Env      environments.Environment
+	// Cgroup, when set, is the runner's cgroup v2 group: the trials'
+	// commands start in it and each trial gets its CPU (and, where the
+	// memory controller is enabled, peak memory) as bench.cgroup.*
+	// results. Close removes it.
+	Cgroup *services.Cgroup
 }
+
+// Cgroup results (see LocalRunner.Cgroup).
+const (
+	CgroupCPUUser = "bench.cgroup.cpu_user_s"
+	CgroupCPUSys  = "bench.cgroup.cpu_sys_s"
+	CgroupMaxRSS  = "bench.cgroup.max_rss_mb"
+)
 
 // NewLocalRunner returns a runner over env.
 func NewLocalRunner(id int, env environments.Environment) *LocalRunner {
@@ -91,15 +111,24 @@ func NewLocalRunner(id int, env environments.Environment) *LocalRunner {
 // ID returns the runner's id.
 func (r *LocalRunner) ID() int { return r.RunnerID }
 
-// Close releases nothing: the environment's services belong to the caller.
-func (r *LocalRunner) Close() error { return nil }
+// SetupAffinity tells whether some environment of the runner would skip
+// its setup for a trial with these tunable values (bench_reuse_setup).
+func (r *LocalRunner) SetupAffinity(params map[string]string) bool {
+	return environments.SetupAffinity(r.Env, params)
+}
+
+// Close removes the runner's cgroup (killing what is left in it); the
+// environment's services belong to the caller.
+func (r *LocalRunner) Close() error { return r.Cgroup.Close() }
 
 // Run runs one trial: open the environment, set it up with the trial's
 // configuration and globals, run it, read its status and telemetry, close
 // it. Failures of any step become the trial's status and reason; the
 // captured output of every command is kept. With spec.TelemetryInterval,
 // the CPU time and memory of the trial's local processes are sampled
-// (services.Sampler) and appended to the outcome's telemetry.
+// (services.Sampler) and appended to the outcome's telemetry. After a
+// trial that did not succeed, the environments forget their last setup
+// (bench_reuse_setup), so that the next trial sets them up in full.
 func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
@@ -111,6 +140,31 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	}
 	if spec.Activity != nil {
 		ctx = services.WithActivity(ctx, spec.Activity)
+	}
+	var before services.CgroupStats
+	if r.Cgroup != nil {
+		ctx = services.WithCgroup(ctx, r.Cgroup)
+		r.Cgroup.ResetPeak()
+		before, _ = r.Cgroup.Stats()
+		defer func() {
+			after, err := r.Cgroup.Stats()
+			if err != nil || out.Status != trial.SUCCEEDED {
+				return
+			}
+			if out.Results == nil {
+				out.Results = map[string]any{}
+			}
+			add := func(k string, v float64) {
+				if _, mine := out.Results[k]; !mine {
+					out.Results[k] = v
+				}
+			}
+			add(CgroupCPUUser, after.UserS-before.UserS)
+			add(CgroupCPUSys, after.SysS-before.SysS)
+			if after.PeakBytes >= 0 {
+				add(CgroupMaxRSS, float64(after.PeakBytes)/(1<<20))
+			}
+		}()
 	}
 	var sampler *services.Sampler
 	if spec.TelemetryInterval > 0 {
@@ -128,6 +182,8 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 		}
 		if out.Status != trial.SUCCEEDED {
 			out.Results = nil
+			// A setup of a trial that did not succeed is not reused.
+			environments.ForgetSetup(r.Env)
 		}
 	}()
 

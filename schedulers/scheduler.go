@@ -826,9 +826,21 @@ func (d *dispatch) requeueConfig(ctx context.Context, all []storage.Trial, confi
 }
 
 // pickRunner takes an idle runner for it: round-robin for the
-// SyncScheduler, another runner than the failed one for a retry.
+// SyncScheduler (as mlos_bench: no preference overrides it); otherwise,
+// for a retry, another runner than the failed one; for a trial stored on
+// a runner, that runner; and else, and among the runners a retry may use,
+// preferably one whose environment is already set up for the trial's
+// configuration (SetupAffine, bench_reuse_setup), then the first idle one.
 func (d *dispatch) pickRunner(it item) Runner {
 	i := 0
+	params := it.t.Params
+	if it.spec != nil {
+		params = it.spec.Params
+	}
+	affine := func(r Runner) bool {
+		a, ok := r.(SetupAffine)
+		return ok && a.SetupAffinity(params)
+	}
 	if !d.s.cfg.Parallel {
 		// Round robin over the runners, as mlos_bench's SyncScheduler.
 		want := d.s.runners[d.next%len(d.s.runners)]
@@ -839,15 +851,25 @@ func (d *dispatch) pickRunner(it item) Runner {
 			}
 		}
 	} else if it.avoid != 0 {
+		first := -1
 		for j, r := range d.idle {
-			if r.ID() != it.avoid {
-				i = j
+			if r.ID() == it.avoid {
+				continue
+			}
+			if first < 0 {
+				first = j
+			}
+			if affine(r) {
+				first = j
 				break
 			}
 		}
-	} else if it.t.TrialRunnerID > 0 {
+		i = max(first, 0)
+	} else if j := d.idleRunner(it.t.TrialRunnerID); it.t.TrialRunnerID > 0 && j >= 0 {
+		i = j
+	} else {
 		for j, r := range d.idle {
-			if r.ID() == it.t.TrialRunnerID {
+			if affine(r) {
 				i = j
 				break
 			}
@@ -856,6 +878,16 @@ func (d *dispatch) pickRunner(it item) Runner {
 	r := d.idle[i]
 	d.idle = append(d.idle[:i], d.idle[i+1:]...)
 	return r
+}
+
+// idleRunner returns the index of the idle runner with this id, or -1.
+func (d *dispatch) idleRunner(id int) int {
+	for j, r := range d.idle {
+		if r.ID() == id {
+			return j
+		}
+	}
+	return -1
 }
 
 // start runs a queued trial on an idle runner in a goroutine of its own.

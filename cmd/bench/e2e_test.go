@@ -358,13 +358,23 @@ func TestSchemaExportAndHelp(t *testing.T) {
 	}
 }
 
+// TestMultiObjectivePareto: bench results --pareto lists exactly the
+// trials no other trial dominates, for a min/min and a min/max pair of
+// objectives (a max objective is better when larger).
 func TestMultiObjectivePareto(t *testing.T) {
+	for _, dir2 := range []string{"min", "max"} {
+		t.Run("cost_"+dir2, func(t *testing.T) { testPareto(t, dir2) })
+	}
+}
+
+func testPareto(t *testing.T, costDir string) {
 	dir := experiment(t, `echo "metric,value" > extra.csv`)
-	// Two objectives in conflict: score wants xv near 30, cost wants xv low.
+	// Two objectives: score wants xv near 30, cost is xv (min: in conflict
+	// below 30; max: in conflict above 30).
 	write(t, dir, "run.sh", "#!/bin/sh\nset -e\nprintf 'metric,value\\nscore,%s\\ncost,%s\\n' \"$(( (xv - 30) * (xv - 30) ))\" \"$xv\" > results.csv\n", 0o755)
 	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
 		"config": {"optimizer_type": "SMAC", "max_suggestions": 15, "seed": 2,
-		           "optimization_targets": {"score": "min", "cost": "min"}}}`, 0o644)
+		           "optimization_targets": {"score": "min", "cost": "`+costDir+`"}}}`, 0o644)
 	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "MO")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -378,11 +388,15 @@ func TestMultiObjectivePareto(t *testing.T) {
 	for _, f := range front {
 		inFront[f["trial"]] = true
 	}
+	sign := 1.0
+	if costDir == "max" {
+		sign = -1
+	}
 	for _, a := range all {
 		dominated := false
 		for _, b := range all {
-			as, ac := atof(t, a["result.score"]), atof(t, a["result.cost"])
-			bs, bc := atof(t, b["result.score"]), atof(t, b["result.cost"])
+			as, ac := atof(t, a["result.score"]), sign*atof(t, a["result.cost"])
+			bs, bc := atof(t, b["result.score"]), sign*atof(t, b["result.cost"])
 			if bs <= as && bc <= ac && (bs < as || bc < ac) {
 				dominated = true
 			}
@@ -506,5 +520,55 @@ func TestBuiltInMeasurementAsTarget(t *testing.T) {
 	}
 	if atof(t, fmt.Sprint(sum.BestScores["bench.e2e.run.wall_s"])) > wallMinX+0.01 {
 		t.Errorf("best wall %v, but xv %v took %v s", sum.BestScores["bench.e2e.run.wall_s"], minX, wallMinX)
+	}
+}
+
+// TestResumeWithRepeats: with trial_config_repeat_count 2 the budget is
+// max_suggestions configurations, each run twice; bench killed in the
+// middle and resumed still runs every configuration twice: 2×4 trials,
+// 4 distinct configurations, none more than twice.
+func TestResumeWithRepeats(t *testing.T) {
+	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"; sleep 0.3`)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "RANDOM", "max_suggestions": 4, "seed": 5}}`, 0o644)
+	tmp := t.TempDir()
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "RR",
+		"--trial_config_repeat_count", "2", "--no-progress"}
+	cmd := startBench(t, dir, tmp, "first", args...)
+	waitFor(t, "three trials", func() bool { return len(startedCounts(t, dir)) >= 3 })
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if r := runBench(t, dir, args...); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var trials, configs, maxPer int
+	err = db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT config_id), MAX(n) FROM trial
+		JOIN (SELECT config_id AS c, COUNT(*) AS n FROM trial WHERE exp_id = 'RR' GROUP BY config_id) ON c = config_id
+		WHERE exp_id = 'RR' AND status = 'SUCCEEDED'`).Scan(&trials, &configs, &maxPer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trials != 8 || configs != 4 || maxPer != 2 {
+		t.Errorf("%d trials of %d configurations (at most %d runs each); want 8 of 4, 2 each", trials, configs, maxPer)
+	}
+}
+
+// TestSortGzipExample: the sort-gzip example tunes for bench's built-in
+// wall time with no results file of its own.
+func TestSortGzipExample(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	r := runBench(t, dir, "--config", filepath.Join(root, "configs/examples/sort-gzip/cli.jsonc"),
+		"--config_path", filepath.Join(root, "configs/examples"), "--max_suggestions", "3", "--no-progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "bench.sortgz.run.wall_s=") || !strings.Contains(r.stdout, "3 succeeded") {
+		t.Errorf("summary:\n%s", r.stdout)
 	}
 }

@@ -145,6 +145,9 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 		state = "worker"
 	}
 	fmt.Fprintf(stderr, "bench: experiment %q (%s) in %s\n", r.ExperimentID, state, r.Storage.Describe())
+	if r.CgroupNote != "" {
+		fmt.Fprintf(stderr, "bench: per-runner cgroups: %s\n", r.CgroupNote)
+	}
 	stopServing, err := serveDuringRun(ctx, stderr, l, r)
 	if err != nil {
 		return exitWith(exitUsage, err)

@@ -71,6 +71,9 @@ func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
 	if d.ReusedFrom != nil {
 		fmt.Fprintf(w, "Reused the result of trial %d of experiment %s (an identical trial: same configuration and repeat)\n", d.ReusedFrom.TrialID, d.ReusedFrom.ExperimentID)
 	}
+	if line := setupReuseLine(d.Results); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if d.Job != nil {
 		times := "once"
 		if d.Job.Submits != 1 {
@@ -125,6 +128,38 @@ func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
 			}
 		}
 	}
+}
+
+// setupReuseLine says which environments skipped their setup
+// (bench_reuse_setup: results bench.<env>.setup.reused) and which ran it;
+// "" when no environment reports it.
+func setupReuseLine(res storage.Metrics) string {
+	var reused, ran []string
+	for _, k := range res.Names() {
+		env, ok := strings.CutPrefix(k, "bench.")
+		if !ok {
+			continue
+		}
+		if env, ok = strings.CutSuffix(env, ".setup.reused"); !ok {
+			continue
+		}
+		if res.Text(k) == "1" {
+			reused = append(reused, strconv.Quote(env))
+		} else {
+			ran = append(ran, strconv.Quote(env))
+		}
+	}
+	if len(reused) == 0 && len(ran) == 0 {
+		return ""
+	}
+	var parts []string
+	if len(reused) > 0 {
+		parts = append(parts, "setup reused (skipped) by "+strings.Join(reused, ", "))
+	}
+	if len(ran) > 0 {
+		parts = append(parts, "setup run by "+strings.Join(ran, ", "))
+	}
+	return "bench_reuse_setup: " + strings.Join(parts, "; ")
 }
 
 func short(h string) string {

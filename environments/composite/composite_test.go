@@ -635,3 +635,38 @@ func TestExportedParamsReachLaterSiblings(t *testing.T) {
 		t.Errorf("composite exports %v", got)
 	}
 }
+
+// TestLaterChildMetricWins: when two children report the same metric, the
+// composite's result is the later child's value (mlos_bench merges the
+// children's results in order).
+func TestLaterChildMetricWins(t *testing.T) {
+	child := func(name, score string) map[string]any {
+		return map[string]any{
+			"name": name, "class": "mlos_bench.environments.local.local_env.LocalEnv",
+			"config": map[string]any{
+				"run":               []string{"printf 'metric,value\\nscore," + score + "\\nonly_" + name + ",1\\n' > out.csv"},
+				"read_results_file": "out.csv",
+				// Built-in measurements aside: only the user's metrics here.
+				"bench_measurements": false,
+			},
+		}
+	}
+	cfg := map[string]any{
+		"name": "c", "class": "mlos_bench.environments.composite_env.CompositeEnv",
+		"config": map[string]any{"children": []any{child("first", "1.5"), child("second", "7.25")}},
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := envtest.New(t, nil)
+	env := f.Build(string(data), nil)
+	res, _ := envtest.Trial(t, env, f.Tunables, nil)
+	if res.Status != environments.SUCCEEDED {
+		t.Fatalf("%s: %s", res.Status, res.Reason)
+	}
+	want := map[string]any{"score": 7.25, "only_first": int64(1), "only_second": int64(1)}
+	if diff := cmp.Diff(want, res.Metrics); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+}

@@ -48,7 +48,7 @@ func init() {
 }
 
 // localKeys are LocalEnv's own config keys (beyond the script keys).
-var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey}
+var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey}
 
 type rawLocal struct {
 	TempDir           *string       `json:"temp_dir"`
@@ -57,6 +57,7 @@ type rawLocal struct {
 	ReadResultsFile   *string       `json:"read_results_file"`
 	ReadTelemetryFile *string       `json:"read_telemetry_file"`
 	Measurements      *bool         `json:"bench_measurements"`
+	ReuseSetup        any           `json:"bench_reuse_setup"` // read by environments.Base
 	Upload            []rawTransfer `json:"upload"`
 	Download          []rawTransfer `json:"download"`
 }
@@ -94,6 +95,8 @@ type Env struct {
 	// setup script, or not measuring).
 	measure    bool
 	setupUsage *usage
+	// uploadWall is the wall time of the upload step after setup (0: none).
+	uploadWall time.Duration
 }
 
 var _ environments.Environment = (*Env)(nil)
@@ -149,6 +152,9 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 	}
 	if spec.Builder != nil {
 		e.loader = spec.Builder.Loader
+	}
+	if err := base.InitSetupReuse(); err != nil {
+		return nil, err
 	}
 	if fileShare {
 		if e.upload, err = transfers(raw.Upload, cfgRef.Child("upload")); err != nil {
@@ -246,7 +252,11 @@ func (e *Env) Close() error {
 // Setup assigns the tunable values, writes dump_params_file and
 // dump_meta_file, runs the setup script in the working directory and
 // (LocalFileShareEnv) uploads the files. A script that exits non-zero is an
-// error; a timeout wraps services.ErrTimeout.
+// error; a timeout wraps services.ErrTimeout. With bench_reuse_setup, the
+// setup script and the uploads are skipped when the values they depend on
+// are those of the last successful setup (environments.Base.SetupOnce);
+// the files are written either way, and a skipped setup has no
+// measurements.
 func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environments.Params) error {
 	dir, _ := e.state()
 	if dir == "" {
@@ -261,7 +271,7 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 		return fmt.Errorf("%s: %w", e.who(), err)
 	}
 	e.mu.Lock()
-	e.measure, e.setupUsage = measure, nil
+	e.measure, e.setupUsage, e.uploadWall = measure, nil, 0
 	e.mu.Unlock()
 	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
@@ -269,6 +279,15 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 	if err := e.dumpFiles(ctx, dir); err != nil {
 		return err
 	}
+	if _, err := e.SetupOnce(func() error { return e.setupWork(ctx, dir, measure) }); err != nil {
+		return err
+	}
+	e.setReady(true)
+	return nil
+}
+
+// setupWork runs the setup script and (LocalFileShareEnv) the uploads.
+func (e *Env) setupWork(ctx context.Context, dir string, measure bool) error {
 	if len(e.script.Setup) > 0 {
 		res, err := e.runLines(ctx, "setup", dir)
 		if err != nil {
@@ -285,11 +304,16 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 		}
 	}
 	if e.fileShare {
+		start := time.Now()
 		if err := e.uploadAll(ctx, dir); err != nil {
 			return err
 		}
+		if measure && len(e.upload) > 0 {
+			e.mu.Lock()
+			e.uploadWall = time.Since(start)
+			e.mu.Unlock()
+		}
 	}
-	e.setReady(true)
 	return nil
 }
 
@@ -337,9 +361,14 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		err = script.TimeoutError(ctx, err)
 		return environments.Result{Status: script.StatusOf(err), Time: now(), Reason: err.Error()}
 	}
+	var downloadWall time.Duration
 	if e.fileShare {
+		start := time.Now()
 		if err := e.downloadAll(ctx, dir, false); err != nil {
 			return fail(err)
+		}
+		if len(e.download) > 0 {
+			downloadWall = time.Since(start)
 		}
 	}
 	metrics := map[string]any{}
@@ -375,11 +404,20 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		maps.Copy(metrics, vals)
 	}
 	e.mu.Lock()
-	measure, setupUsage := e.measure, e.setupUsage
+	measure, setupUsage, uploadWall := e.measure, e.setupUsage, e.uploadWall
 	e.mu.Unlock()
 	if measure {
 		e.addMeasurements(metrics, setupUsage, runUsage)
+		// The file transfers' wall times (LocalFileShareEnv).
+		for phase, d := range map[string]time.Duration{"upload": uploadWall, "download": downloadWall} {
+			if k := MeasurementName(e.Name(), phase, MeasureWall); d > 0 {
+				if _, taken := metrics[k]; !taken {
+					metrics[k] = d.Seconds()
+				}
+			}
+		}
 	}
+	e.AddSetupReused(metrics)
 	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
 }
 
@@ -424,9 +462,10 @@ func (e *Env) Status(ctx context.Context) environments.StatusReport {
 // Teardown runs the teardown script. As in mlos_bench it runs in the
 // LocalExec service's directory (its temp_dir, or a fresh one), not the
 // environment's, since it may run in an experiment's last step without a
-// trial.
+// trial. It forgets the last setup (bench_reuse_setup) first.
 func (e *Env) Teardown(ctx context.Context) error {
 	e.setReady(false)
+	e.ForgetSetup()
 	if len(e.script.Teardown) == 0 {
 		return nil
 	}

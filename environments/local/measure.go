@@ -11,7 +11,9 @@ import (
 
 // MeasurementsKey is the config key and the global that turn the built-in
 // measurements off ("bench_measurements": false). The environment's own
-// config key, when given, wins over the global; the default is on.
+// config key, when given, wins over the trial's globals; globals given when
+// the environment is built have already replaced the key (mlos_bench's
+// rule: globals reach the config keys they name). The default is on.
 const MeasurementsKey = "bench_measurements"
 
 // MeasurementPrefix starts the names of the built-in measurements:

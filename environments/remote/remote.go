@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -125,12 +126,25 @@ type RemoteEnv struct {
 	script   *script.Config
 	waitBoot bool
 	log      *slog.Logger
+	// measureCfg is bench_measurements in the config (nil: not given);
+	// measure is whether this trial reports bench.<env>.<phase>.wall_s,
+	// setupWall the setup phase's wall time (0: not run, or reused).
+	measureCfg *bool
+	measureMu  sync.Mutex
+	measure    bool
+	setupWall  time.Duration
 }
+
+// measurementsKey turns the built-in measurements off, as for local
+// environments (see docs/measurements.md).
+const measurementsKey = "bench_measurements"
 
 var _ environments.Environment = (*RemoteEnv)(nil)
 
 type rawRemote struct {
-	WaitBoot *bool `json:"wait_boot"`
+	WaitBoot     *bool `json:"wait_boot"`
+	ReuseSetup   any   `json:"bench_reuse_setup"` // read by environments.Base
+	Measurements *bool `json:"bench_measurements"`
 }
 
 func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Environment, error) {
@@ -139,19 +153,25 @@ func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Envir
 		return nil, err
 	}
 	ref := spec.Ref.Child("config")
-	sc, err := script.Parse(spec.Config, ref, "wait_boot")
+	own := []string{"wait_boot", environments.ReuseSetupKey, measurementsKey}
+	sc, err := script.Parse(spec.Config, ref, own...)
 	if err != nil {
 		return nil, err
 	}
 	var raw rawRemote
 	sub := map[string]any{}
-	if v, ok := spec.Config["wait_boot"]; ok {
-		sub["wait_boot"] = v
+	for _, k := range own {
+		if v, ok := spec.Config[k]; ok {
+			sub[k] = v
+		}
 	}
-	if err := script.DecodeKeys(sub, ref, &raw, "wait_boot"); err != nil {
+	if err := script.DecodeKeys(sub, ref, &raw, own...); err != nil {
 		return nil, err
 	}
-	e := &RemoteEnv{Base: base, script: sc, log: slog.Default().With("env", spec.Name)}
+	if err := base.InitSetupReuse(); err != nil {
+		return nil, err
+	}
+	e := &RemoteEnv{Base: base, script: sc, log: slog.Default().With("env", spec.Name), measureCfg: raw.Measurements}
 	if raw.WaitBoot != nil {
 		e.waitBoot = *raw.WaitBoot
 	}
@@ -167,14 +187,40 @@ func (e *RemoteEnv) Open(context.Context) error { return nil }
 func (e *RemoteEnv) Close() error { return nil }
 
 // Setup assigns the tunable values, starts the host when wait_boot is set
-// and runs the setup script on the host.
+// and runs the setup script on the host. With bench_reuse_setup, both are
+// skipped when the values they depend on are those of the last successful
+// setup (environments.Base.SetupOnce).
 func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals environments.Params) error {
 	e.setReady(false)
 	if err := e.SetupParams(tun, globals); err != nil {
 		return err
 	}
+	measure, err := e.measuring(globals)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.who(), err)
+	}
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
 	defer cancel()
+	var setupWall time.Duration
+	if _, err := e.SetupOnce(func() error {
+		start := time.Now()
+		err := e.setupWork(ctx)
+		if len(e.script.Setup) > 0 {
+			setupWall = time.Since(start)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	e.measureMu.Lock()
+	e.measure, e.setupWall = measure, setupWall
+	e.measureMu.Unlock()
+	e.setReady(true)
+	return nil
+}
+
+// setupWork starts the host (wait_boot) and runs the setup script.
+func (e *RemoteEnv) setupWork(ctx context.Context) error {
 	if e.waitBoot {
 		ops, err := script.Need[services.HostOps](e.Services(), e.Name(), e.Class(), "HostOps", exampleHostOps)
 		if err != nil {
@@ -193,7 +239,6 @@ func (e *RemoteEnv) Setup(ctx context.Context, tun *tunables.Groups, globals env
 			return fmt.Errorf("%s: setup failed: %s", e.who(), scriptReason(res))
 		}
 	}
-	e.setReady(true)
 	return nil
 }
 
@@ -237,6 +282,7 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 	}
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Run.Std())
 	defer cancel()
+	start := time.Now()
 	res, err := e.exec(ctx, "run")
 	if err != nil {
 		err = script.TimeoutError(ctx, err)
@@ -246,15 +292,59 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 		return environments.Result{Status: environments.FAILED, Time: now(),
 			Reason: fmt.Sprintf("%s: run failed: %s", e.who(), scriptReason(res))}
 	}
-	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: script.ParseStdout(e.script.Pattern, res.Stdout)}
+	runWall := time.Since(start)
+	metrics := script.ParseStdout(e.script.Pattern, res.Stdout)
+	e.AddSetupReused(metrics)
+	e.measureMu.Lock()
+	measure, setupWall := e.measure, e.setupWall
+	e.measureMu.Unlock()
+	if measure {
+		// The phases' wall times as seen from bench (the SSH round trips
+		// included); the user's results of the same names win.
+		add := func(phase string, d time.Duration) {
+			k := "bench." + e.Name() + "." + phase + ".wall_s"
+			if _, taken := metrics[k]; !taken {
+				metrics[k] = d.Seconds()
+			}
+		}
+		if setupWall > 0 {
+			add("setup", setupWall)
+		}
+		add("run", runWall)
+	}
+	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
+}
+
+// measuring tells whether the built-in measurements are on: the config
+// key when given, else the global, else on.
+func (e *RemoteEnv) measuring(globals environments.Params) (bool, error) {
+	if e.measureCfg != nil {
+		return *e.measureCfg, nil
+	}
+	for _, g := range []environments.Params{globals, e.Spec().Globals} {
+		switch v := g[measurementsKey].(type) {
+		case nil:
+			continue
+		case bool:
+			return v, nil
+		case string:
+			if b, err := strconv.ParseBool(v); err == nil {
+				return b, nil
+			}
+		}
+		return false, fmt.Errorf("global %q: expected true or false, got %v", measurementsKey, g[measurementsKey])
+	}
+	return true, nil
 }
 
 // Status reports READY once set up, PENDING before.
 func (e *RemoteEnv) Status(context.Context) environments.StatusReport { return e.status() }
 
-// Teardown runs the teardown script on the host.
+// Teardown runs the teardown script on the host. It forgets the last
+// setup (bench_reuse_setup) first.
 func (e *RemoteEnv) Teardown(ctx context.Context) error {
 	e.setReady(false)
+	e.ForgetSetup()
 	if len(e.script.Teardown) == 0 {
 		return nil
 	}

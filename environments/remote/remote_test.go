@@ -195,8 +195,13 @@ func TestRemoteEnv(t *testing.T) {
 	if res.Status != environments.SUCCEEDED {
 		t.Fatalf("%s: %s", res.Status, res.Reason)
 	}
-	if diff := cmp.Diff(map[string]any{"latency": 1.5, "ops": int64(1200)}, res.Metrics); diff != "" {
+	if diff := cmp.Diff(map[string]any{"latency": 1.5, "ops": int64(1200)}, envtest.WithoutMeasurements(res.Metrics)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"bench.Remote App.setup.wall_s", "bench.Remote App.run.wall_s"} {
+		if _, ok := res.Metrics[k].(float64); !ok {
+			t.Errorf("no built-in measurement %s: %v", k, res.Metrics)
+		}
 	}
 	if st := env.Status(ctx); st.Status != environments.READY {
 		t.Errorf("status %s", st.Status)
@@ -564,5 +569,68 @@ func TestClassNames(t *testing.T) {
 				t.Errorf("Class() = %s, want %s", env.Class(), c)
 			}
 		}
+	}
+}
+
+// TestRemoteEnvSetupReuse: with bench_reuse_setup a RemoteEnv starts the
+// host (wait_boot) and runs its setup script only when its tunables,
+// const_args or required_args changed, reports
+// bench.<env>.setup.reused, and sets up again after a teardown.
+func TestRemoteEnvSetupReuse(t *testing.T) {
+	ctx := context.Background()
+	cfg := `{"name": "remote build", "class": "mlos_bench.environments.RemoteEnv",
+		"config": {"tunable_params": ["boot"], "wait_boot": true, "required_args": ["vmName", "ssh_hostname"],
+		           "bench_reuse_setup": true, "setup": ["make"], "run": ["./bench"], "teardown": ["make clean"],
+		           "results_stdout_pattern": "^(\\w+)=(\\S+)$"}}`
+	f := envtest.New(t, nil)
+	j := &journal{}
+	rx := &fakeExec{j: j, answer: func(req services.RemoteExecRequest) (services.ExecResult, error) {
+		return services.ExecResult{Stdout: "score=1\n"}, nil
+	}}
+	env := build(t, f, cfg, environments.Params{"vmName": "vm-1", "ssh_hostname": "h"}, rx, &fakeHostOps{j: j})
+	reused := environments.SetupReusedMetric("remote build")
+	trialWith := func(idle, host string) any {
+		t.Helper()
+		tun := f.Tunables.Copy()
+		if err := tun.Assign(map[string]any{"idle": idle}); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Setup(ctx, tun, environments.Params{"ssh_hostname": host, "trial_id": int64(len(j.get()))}); err != nil {
+			t.Fatal(err)
+		}
+		res := env.Run(ctx)
+		if res.Status != environments.SUCCEEDED {
+			t.Fatalf("%s: %s", res.Status, res.Reason)
+		}
+		return res.Metrics[reused]
+	}
+	got := []any{
+		trialWith("halt", "h"),   // sets up
+		trialWith("halt", "h"),   // skipped
+		trialWith("mwait", "h"),  // tunable changed
+		trialWith("mwait", "h2"), // required_arg changed
+		trialWith("mwait", "h2"), // skipped
+	}
+	if err := env.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, trialWith("mwait", "h2")) // torn down: sets up
+	if diff := cmp.Diff([]any{int64(0), int64(1), int64(0), int64(0), int64(1), int64(0)}, got); diff != "" {
+		t.Errorf("reused (-want +got):\n%s", diff)
+	}
+	var setups []string
+	for _, c := range j.get() {
+		if strings.HasPrefix(c, "start") || strings.Contains(c, "-setup") {
+			setups = append(setups, c)
+		}
+	}
+	want := []string{
+		"start vm-1", "exec bench-remote-build-setup on h",
+		"start vm-1", "exec bench-remote-build-setup on h",
+		"start vm-1", "exec bench-remote-build-setup on h2",
+		"start vm-1", "exec bench-remote-build-setup on h2",
+	}
+	if diff := cmp.Diff(want, setups); diff != "" {
+		t.Errorf("setups (-want +got):\n%s", diff)
 	}
 }

@@ -157,6 +157,14 @@ func TestSSHCompositeRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, envtest.WithoutMeasurements(res.Metrics)); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
+	// Built-in wall times: the remote phases as seen from bench, and the
+	// file shares' upload and download steps.
+	for _, k := range []string{"bench.bench.setup.wall_s", "bench.bench.run.wall_s", "bench.generate.upload.wall_s",
+		"bench.collect.download.wall_s", "bench.generate.setup.wall_s", "bench.collect.run.wall_s"} {
+		if v, ok := res.Metrics[k].(float64); !ok || v <= 0 || v > 60 {
+			t.Errorf("%s = %v, want a wall time in seconds", k, res.Metrics[k])
+		}
+	}
 	got, err := os.ReadFile(filepath.Join(out, "greeting.txt"))
 	if err != nil || string(got) != greeting {
 		t.Errorf("the parameter reached the host as %q (%v), want %q", got, err, greeting)

@@ -3,6 +3,7 @@ package bayes
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -166,6 +167,35 @@ func TestAcquisitionGradient(t *testing.T) {
 			if math.Abs(fd-grad[j]) > 1e-4*math.Max(1, math.Abs(fd)) {
 				t.Errorf("dlogEI/dx%d at %v = %v, finite difference %v", d, q, grad[j], fd)
 			}
+		}
+	}
+}
+
+// TestIncumbent: the incumbent is the lowest posterior mean over the
+// training points (not the last point's, not the first's): it equals the
+// minimum of predict() at every training point, and with little noise it
+// is close to the smallest observation wherever that point sits.
+func TestIncumbent(t *testing.T) {
+	for _, seed := range []uint64{3, 11, 29} {
+		g, xs, y := testGP(t, 25, seed)
+		want := math.Inf(1)
+		for _, x := range xs {
+			mu, _ := g.predict(x)
+			want = math.Min(want, mu)
+		}
+		got := incumbent(g)
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("seed %d: incumbent %v, want the lowest posterior mean %v", seed, got, want)
+		}
+		minY := slices.Min(y)
+		if math.Abs(got-minY) > 0.05 {
+			t.Errorf("seed %d: incumbent %v far from the best observation %v", seed, got, minY)
+		}
+		// The best observation is not the last one here, so "the last
+		// point" would differ.
+		last, _ := g.predict(xs[len(xs)-1])
+		if y[len(y)-1] != minY && math.Abs(last-got) < 1e-9 {
+			t.Errorf("seed %d: the incumbent equals the last point's mean", seed)
 		}
 	}
 }

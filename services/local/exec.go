@@ -130,7 +130,8 @@ func (s *LocalExecService) LocalExec(ctx context.Context, req services.ExecReque
 	if err := checkCores(pin); err != nil {
 		return res, err
 	}
-	shared := lineRun{env: env, timeout: req.LineTimeout, pin: pin, activity: services.ActivityFrom(ctx), sampler: services.SamplerFrom(ctx)}
+	shared := lineRun{env: env, timeout: req.LineTimeout, pin: pin, activity: services.ActivityFrom(ctx), sampler: services.SamplerFrom(ctx),
+		cgroup: services.CgroupFrom(ctx)}
 	dir := req.Dir
 	if dir == "" {
 		d, cleanup, terr := s.TempDir(ctx, "local-exec")
@@ -257,6 +258,7 @@ type lineRun struct {
 	pin      []int              // CPU cores; nil: not pinned
 	activity *services.Activity // nil-safe
 	sampler  *services.Sampler  // nil-safe
+	cgroup   *services.Cgroup   // the runner's cgroup; nil: none
 }
 
 // runLine runs one line with /bin/sh -c in a new process group.
@@ -287,6 +289,11 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if run.cgroup != nil {
+		// Started inside the runner's cgroup (clone3): nothing escapes.
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = run.cgroup.FD()
+	}
 
 	start := time.Now()
 	lr.Start = start.UTC()
