@@ -352,6 +352,10 @@ type Launch struct {
 	// written (for error messages, and for the key order of object values
 	// such as optimization_targets).
 	GlobalRefs map[string]source.Ref
+	// Secrets are the secret parameters and their values (the globals'
+	// to start with; building the environments adds theirs). Everything
+	// bench writes goes through it.
+	Secrets *Secrets
 
 	Services      []string // the config's "services", then --service
 	Environment   string
@@ -495,6 +499,13 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	}
 	l.Globals = globals.Map()
 	l.GlobalsOrder = globals.Keys()
+	l.Secrets = NewSecrets()
+	if err := l.Secrets.AddParams(l.Globals); err != nil {
+		if ref, ok := l.GlobalRefs[SecretParamsKey]; ok {
+			return nil, ref.Errorf("%v", err)
+		}
+		return nil, usagef("%v", err)
+	}
 
 	if l.Services, err = stringList(l.CLIDoc, cfg, "services"); err != nil {
 		return nil, err

@@ -21,13 +21,15 @@ func (e *MissingParamError) Error() string {
 
 // MergeParameters copies into dest the values of source for the keys dest
 // already has (mlos_bench's merge_parameters: globals override only keys
-// already present in a class's config), then makes sure every required key
+// already present in a class's config), converted to the key's type where
+// the value is text spelling it (CoerceLike: the typed configs of
+// services, optimizers, storage and schedulers), then makes sure every required key
 // is present, taking it from source when dest lacks it. Keys are processed
 // in sorted order so that the first missing one reported is deterministic.
 func MergeParameters(dest, source map[string]any, required []string, who string) error {
-	for k := range dest {
+	for k, cur := range dest {
 		if v, ok := source[k]; ok {
-			dest[k] = v
+			dest[k] = CoerceLike(cur, v)
 		}
 	}
 	req := append([]string(nil), required...)
@@ -45,8 +47,60 @@ func MergeParameters(dest, source map[string]any, required []string, who string)
 	return nil
 }
 
+// CoerceLike returns v, the value of a global overriding a config key
+// whose value is cur, converted to cur's type where v is text that spells
+// a value of that type: "true" and "false" (any case) for a boolean key,
+// a number for a numeric key (an integer key keeps integers only). A
+// command-line global is text or a number (ParseScalar), and a "$name"
+// template expands to text, so without this `--ssh_insecure_ignore_host_key
+// true` or "port": "$pg_port" would reach a typed key as a string. Any
+// other value is returned unchanged (and is checked by the key's decoder).
+func CoerceLike(cur, v any) any {
+	s, isStr := v.(string)
+	if !isStr {
+		// An integral float (e.g. from a JSON number 8.0) overriding an
+		// integer key stays as it is: decoders accept it.
+		return v
+	}
+	t := strings.TrimSpace(s)
+	switch cur.(type) {
+	case bool:
+		switch strings.ToLower(t) {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+	case int64, int:
+		if i, ok := pyParseInt(t); ok {
+			return i
+		}
+	case float64:
+		if f, ok := pyParseFloat(t); ok {
+			if i, ok := pyParseInt(t); ok && float64(i) == f {
+				return i
+			}
+			return f
+		}
+	}
+	return v
+}
+
+// MergeVerbatim copies into dest the values of source for the keys dest
+// already has, unchanged (no CoerceLike): an environment's parameters,
+// which reach scripts as text exactly as mlos_bench passes them.
+func MergeVerbatim(dest, source map[string]any) {
+	for k := range dest {
+		if v, ok := source[k]; ok {
+			dest[k] = v
+		}
+	}
+}
+
 // MergeOrdered is MergeParameters for an ordered destination (const_args,
-// whose order matters for templating).
+// whose order matters for templating). Values are copied unchanged (no
+// CoerceLike): const_args reach scripts as text, and a command-line
+// "--flag true" reaches them as "true", as in mlos_bench.
 func MergeOrdered(dest *Ordered, source map[string]any, required []string, who string) error {
 	for _, k := range dest.Keys() {
 		if v, ok := source[k]; ok {

@@ -62,3 +62,38 @@ func TestSanitize(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// Command-line globals are text or numbers; a config key's own type wins
+// where the text spells a value of it (--ssh_insecure_ignore_host_key true).
+func TestMergeParametersCoercesToKeyType(t *testing.T) {
+	dest := map[string]any{
+		"insecure": false, "port": int64(22), "ratio": 0.5, "name": "x", "unset": nil, "flag2": true,
+	}
+	src := map[string]any{
+		"insecure": "true", "port": "2222", "ratio": "0.25", "name": int64(7), "unset": "true", "flag2": "maybe",
+	}
+	if err := MergeParameters(dest, src, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"insecure": true, "port": int64(2222), "ratio": 0.25, "name": int64(7), "unset": "true", "flag2": "maybe",
+	}
+	if diff := cmp.Diff(want, dest); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
+	}
+	// const_args and environment parameters reach scripts as text: they
+	// keep the global's value as it is, as in mlos_bench.
+	o := NewOrdered()
+	o.Set("enabled", true)
+	if err := MergeOrdered(o, map[string]any{"enabled": "FALSE"}, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := o.Get("enabled"); v != "FALSE" {
+		t.Errorf("const_args: enabled = %#v, want the text unchanged", v)
+	}
+	p := map[string]any{"version": 1.0}
+	MergeVerbatim(p, map[string]any{"version": "1.10"})
+	if p["version"] != "1.10" {
+		t.Errorf("parameters: version = %#v, want the text unchanged", p["version"])
+	}
+}

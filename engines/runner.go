@@ -81,8 +81,14 @@ func (r *Runner) Request(spec schedulers.Spec) *Request {
 	if spec.TelemetryInterval > 0 {
 		req.TelemetryInterval = spec.TelemetryInterval.String()
 	}
+	// Secrets (names that look secret, or listed in "secret_params") stay
+	// out of the request, which is stored with the trial: the far side
+	// reads them from the same globals files.
+	secrets := configs.NewSecrets()
+	_ = secrets.MarkListed(r.base.Globals)
+	_ = secrets.MarkListed(spec.Globals)
 	for k, v := range spec.Globals {
-		if configs.IsSecretKey(k) {
+		if secrets.IsSecret(k) {
 			continue
 		}
 		if ev, ok := r.base.Globals[k]; ok && reflect.DeepEqual(ev, v) {

@@ -189,9 +189,7 @@ func (b *Base) SetupParams(tun *tunables.Groups, globals Params) error {
 		}
 	}
 	p := b.combine()
-	if err := configs.MergeParameters(p, globals, nil, ""); err != nil {
-		return err
-	}
+	configs.MergeVerbatim(p, globals)
 	b.params = p
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -42,6 +43,23 @@ func (b *Builder) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SecurityNotices returns the notices of every service the builder
+// created (services.SecurityNoticer), each once, in creation order.
+func (b *Builder) SecurityNotices() []string {
+	b.mu.Lock()
+	stacks := slices.Clone(b.stacks)
+	b.mu.Unlock()
+	var out []string
+	for _, st := range stacks {
+		for _, n := range st.SecurityNotices() {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // LoadServices builds the services of each config (a path or inline JSON;

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
@@ -46,6 +47,10 @@ type Run struct {
 	SchedulerConfig schedulers.Config
 	Tunables        *tunables.Groups
 	RootEnv         string // resolved path of the root environment config
+	// SecurityNotices are the services' notices of less safe modes their
+	// configs asked for (SSH host keys not checked): printed whatever the
+	// log level and recorded with the experiment (storage notes).
+	SecurityNotices []string
 	// CgroupNote says whether per-runner cgroups are used, and how ("":
 	// not asked for).
 	CgroupNote string
@@ -132,6 +137,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		}
 	}
 
+	r.SecurityNotices = r.Notices()
 	if r.Tunables, err = r.initialTunables(); err != nil {
 		return nil, err
 	}
@@ -156,6 +162,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		Description:   r.Runners[0].Env.Name(),
 		RootEnvConfig: r.RootEnv,
 		FirstTrialID:  schedCfg.TrialID,
+		Notes:         r.SecurityNotices,
 	}
 	g := <-gitDone
 	info.GitRepo, info.GitCommit = g.repo, g.commit
@@ -178,6 +185,10 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		}
 	} else if r.Experiment, r.Resumed, err = r.Storage.Experiment(ctx, info); err != nil {
 		return nil, err
+	}
+	if l.Secrets != nil {
+		// Nothing the trials write reaches the storage with a secret in it.
+		r.Experiment = storage.Redacting(r.Experiment, l.Secrets)
 	}
 	var reuseFrom storage.Experiment
 	if schedCfg.Reuse && schedCfg.ReuseFrom != "" {
@@ -260,7 +271,47 @@ func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner,
 	if err != nil {
 		return nil, err
 	}
+	if err := addEnvSecrets(l.Secrets, env); err != nil {
+		return nil, err
+	}
 	return schedulers.NewLocalRunner(id, env), nil
+}
+
+// Notices returns the security notices of the services built so far (by
+// Build or BuildRunner), each once.
+func (r *Run) Notices() []string {
+	var out []string
+	for _, b := range r.builders {
+		for _, n := range b.SecurityNotices() {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// addEnvSecrets records the secret parameters of env and its children
+// (const_args such as a db_password, and the names a "secret_params"
+// const_arg lists), so that their values are kept out of what bench
+// writes.
+func addEnvSecrets(s *configs.Secrets, env environments.Environment) error {
+	if s == nil {
+		return nil
+	}
+	if err := s.AddParams(env.Parameters()); err != nil {
+		return fmt.Errorf("environment %q: %w", env.Name(), err)
+	}
+	if c, ok := env.(interface {
+		Children() []environments.Environment
+	}); ok {
+		for _, ch := range c.Children() {
+			if err := addEnvSecrets(s, ch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // baseServices builds the LocalExecService every stack starts with, then

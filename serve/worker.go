@@ -44,6 +44,9 @@ type WorkerConfig struct {
 	// TelemetryInterval samples the trials' processes (0: off).
 	TelemetryInterval time.Duration
 	Logger            *slog.Logger
+	// Redact, when set, is applied to each trial's outcome before it
+	// leaves the worker (keeping secrets out of what the server stores).
+	Redact func(trial.Outcome) trial.Outcome
 	// OnFinished is called after each trial's outcome was handed over
 	// (stored true) or refused (stored false).
 	OnFinished func(trialID int, out trial.Outcome, stored bool)
@@ -330,6 +333,9 @@ func (w *worker) run(ctx context.Context, r schedulers.Runner, a *Assignment) {
 	if errors.Is(context.Cause(tctx), errTakenOver) {
 		w.finished(a.TrialID, out, false)
 		return
+	}
+	if w.cfg.Redact != nil {
+		out = w.cfg.Redact(out)
 	}
 	b, err := engines.EncodeOutcome(out)
 	if err != nil {

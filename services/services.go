@@ -242,6 +242,29 @@ func Require[T any](s *Stack, what, who string) (T, error) {
 	return v, nil
 }
 
+// SecurityNoticer is implemented by a service that runs in a less safe
+// mode its config asked for (an SSH service that does not check host
+// keys). bench prints each notice whatever the log level and records it
+// with the experiment, so that an insecure run is never silent.
+type SecurityNoticer interface {
+	SecurityNotices() []string
+}
+
+// SecurityNotices returns the notices of the services of this layer only
+// (not its parents).
+func (s *Stack) SecurityNotices() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, it := range s.items {
+		if n, ok := it.(SecurityNoticer); ok {
+			out = append(out, n.SecurityNotices()...)
+		}
+	}
+	return out
+}
+
 // Close closes the services of this layer only (not its parents), newest
 // first, and returns every error.
 func (s *Stack) Close() error {

@@ -237,6 +237,11 @@ type ExperimentInfo struct {
 	GitRepo       string      `json:"git_repo,omitempty"`
 	GitCommit     string      `json:"git_commit,omitempty"`
 	Objectives    []Objective `json:"objectives"`
+	// Notes are remarks recorded with the experiment about how its
+	// results were obtained (e.g. that SSH host keys were not checked).
+	// Experiment adds the given ones to those already stored (each kept
+	// once, in the order first recorded).
+	Notes []string `json:"notes,omitempty"`
 
 	// Filled in by the storage.
 	Status     trial.Status `json:"status"`

@@ -111,6 +111,7 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 	if err != nil {
 		return fail("loading the environment", err)
 	}
+	printSecurityNotices(stderr, run.Notices())
 	globals := maps.Clone(l.Globals)
 	if globals == nil {
 		globals = map[string]any{}
@@ -130,6 +131,9 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 	// environment with bench_reuse_setup always sets up here.
 	slog.Info("bench exec-trial: running", "experiment", req.ExperimentID, "trial", req.TrialID, "host", hostname())
 	out := runner.Run(ctx, spec)
+	// The outcome is stored (shared storage) and written (the outcome
+	// file) from here: without secrets.
+	out = storage.RedactOutcome(out, l.Secrets)
 	if store {
 		storeOutcome(ctx, l, req, &out)
 	}

@@ -27,6 +27,9 @@ type storageFlags struct {
 	configPaths []string
 	globals     []string
 	experiment  string
+	// secrets are the secret parameters of the globals files given (set
+	// by open): what bench show keeps out of its output.
+	secrets *configs.Secrets
 }
 
 func (f *storageFlags) add(cmd *cobra.Command) {
@@ -54,6 +57,7 @@ func (f *storageFlags) openMode(ctx context.Context, readOnly bool) (storage.Sto
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
+	f.secrets = l.Secrets
 	st, err := launcher.OpenStorage(ctx, l.Loader, f.storage, l.Globals, readOnly)
 	if err != nil {
 		if errors.Is(err, storage.ErrNoDatabase) {

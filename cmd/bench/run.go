@@ -18,6 +18,7 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/redactlog"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/runners/passive"
 	"github.com/benchtune/bench/schedulers"
@@ -81,7 +82,7 @@ func validateFunc(kind configs.Kind, doc *source.Doc) error {
 
 // runExperiment runs bench run, or bench worker (worker: claim and run
 // the trials another process queues, never suggest).
-func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
+func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr error) {
 	args, err := configs.ParseArgs(argv)
 	if err != nil {
 		return exitWith(exitUsage, fmt.Errorf("%w (see bench run --help)", err))
@@ -102,6 +103,17 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	// From here on, nothing bench prints carries a secret value: not the
+	// progress lines, the summary, the logs or the error it exits with.
+	stdout, stderr = redactWriter{stdout, l.Secrets}, redactWriter{stderr, l.Secrets}
+	defer func() {
+		var ee *exitError
+		if errors.As(retErr, &ee) {
+			ee.err = l.Secrets.RedactError(ee.err)
+		} else {
+			retErr = l.Secrets.RedactError(retErr)
+		}
+	}()
 	closeLog, err := setupLogging(stderr, l)
 	if err != nil {
 		return exitWith(exitUsage, err)
@@ -134,6 +146,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) error {
 		return exitWith(exitUsage, err)
 	}
 	defer r.Close()
+	printSecurityNotices(stderr, r.SecurityNotices)
 
 	state := "new experiment"
 	if r.Resumed {
@@ -239,7 +252,8 @@ func setupLogging(stderr io.Writer, l *configs.Launch) (func(), error) {
 		handlers = append(handlers, slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
 		closeFn = func() { f.Close() }
 	}
-	slog.SetDefault(slog.New(slog.NewMultiHandler(handlers...)))
+	// Secret values never reach a log line.
+	slog.SetDefault(slog.New(redactlog.New(slog.NewMultiHandler(handlers...), l.Secrets)))
 	return closeFn, nil
 }
 
@@ -311,4 +325,31 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) 
 		fmt.Fprintln(stderr, "bench: warning:", warn)
 	}
 	fmt.Fprintf(stderr, "bench: results stored in %s (bench results --experiment %s)\n", s.Storage, s.ExperimentID)
+}
+
+// redactWriter replaces secret values in what is written through it.
+type redactWriter struct {
+	w       io.Writer
+	secrets *configs.Secrets
+}
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	red := r.secrets.Redact(s)
+	if red == s {
+		return r.w.Write(p)
+	}
+	if _, err := io.WriteString(r.w, red); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// printSecurityNotices prints what runs in a less safe mode (SSH host
+// keys not checked) whatever the log level: such a run is never silent.
+// The notices are also recorded with the experiment.
+func printSecurityNotices(stderr io.Writer, notices []string) {
+	for _, n := range notices {
+		fmt.Fprintf(stderr, "bench: WARNING: %s (recorded with the experiment)\n", n)
+	}
 }

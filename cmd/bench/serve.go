@@ -174,7 +174,9 @@ func serveExperiment(stderr io.Writer, argv []string) error {
 		}
 		return exitWith(exitFailed, err)
 	}
-	_, done, err := startServer(ctx, stderr, c, st, exp)
+	// What workers hand over is stored without the secrets this side
+	// knows (its globals files).
+	_, done, err := startServer(ctx, stderr, c, st, storage.Redacting(exp, l.Secrets))
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
@@ -262,9 +264,11 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		}
 		runners = append(runners, lr)
 	}
+	printSecurityNotices(stderr, run.Notices())
 	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), url)
 	stats, err := serve.RunWorker(ctx, serve.WorkerConfig{
 		URL: strings.TrimRight(url, "/"), Token: tok, CAFile: caFile, Runners: runners, Globals: l.Globals,
+		Redact:            func(o trial.Outcome) trial.Outcome { return storage.RedactOutcome(o, l.Secrets) },
 		TelemetryInterval: cfg.TelemetryInterval, Logger: slog.Default(),
 		OnFinished: func(id int, out trial.Outcome, stored bool) {
 			if stored {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/runners/passive"
 	"github.com/benchtune/bench/storage"
 )
@@ -40,8 +41,12 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitUsage, fmt.Errorf("experiment %q: trial %d: %w", exp.Info().ID, id, err))
 			}
+			d = redactDetail(sf.secrets, d)
 			if format == "json" {
 				return writeJSON(cmd.OutOrStdout(), d)
+			}
+			for _, n := range exp.Info().Notes {
+				fmt.Fprintf(cmd.OutOrStdout(), "Experiment note: %s\n", n)
 			}
 			writeTrialDetail(cmd.OutOrStdout(), exp.Info().ID, d)
 			return nil
@@ -193,4 +198,21 @@ func indentBlock(label, s string) string {
 		fmt.Fprintf(&b, "  %s| %s\n", label, line)
 	}
 	return b.String()
+}
+
+// redactDetail keeps secrets out of what bench show prints: metadata
+// under a secret name, and secret values of the globals files given in
+// the captured output and the failure reason. (bench run stores none;
+// this covers databases written before it redacted, and secrets given
+// to bench show with --globals.)
+func redactDetail(s *configs.Secrets, d storage.TrialDetail) storage.TrialDetail {
+	d.Metadata = s.RedactParams(d.Metadata)
+	d.FailureReason = s.Redact(d.FailureReason)
+	out := make([]storage.Output, len(d.Output))
+	for i, o := range d.Output {
+		o.Command, o.Stdout, o.Stderr = s.Redact(o.Command), s.Redact(o.Stdout), s.Redact(o.Stderr)
+		out[i] = o
+	}
+	d.Output = out
+	return d
 }

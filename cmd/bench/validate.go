@@ -54,13 +54,20 @@ Exit code 0 when everything is valid, 1 otherwise, 2 on usage errors.`,
 				for _, p := range rep.Problems {
 					fmt.Fprintln(out, p.String())
 				}
+				for _, w := range rep.Warnings {
+					fmt.Fprintln(out, w.String())
+				}
 				valid := 0
 				for _, f := range rep.Files {
 					if f.Valid {
 						valid++
 					}
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "bench: %d of %d files valid, %d problems\n", valid, len(rep.Files), len(rep.Problems))
+				warnings := ""
+				if len(rep.Warnings) > 0 {
+					warnings = fmt.Sprintf(", %d warnings", len(rep.Warnings))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "bench: %d of %d files valid, %d problems%s\n", valid, len(rep.Files), len(rep.Problems), warnings)
 			}
 			if !rep.OK() {
 				return exitWith(exitFailed, nil)

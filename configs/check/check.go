@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,6 +50,9 @@ func (p Problem) String() string {
 type Report struct {
 	Files    []FileResult `json:"files"`
 	Problems []Problem    `json:"problems"`
+	// Warnings do not make a file invalid: a key given twice in one
+	// object (accepted, the last value wins, as in mlos_bench).
+	Warnings []Problem `json:"warnings"`
 }
 
 // FileResult tells how one file was checked.
@@ -83,7 +87,7 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Problems: []Problem{}}
+	rep := &Report{Problems: []Problem{}, Warnings: []Problem{}}
 	type parsed struct {
 		doc  *source.Doc
 		kind schemas.Kind
@@ -102,6 +106,7 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 			rep.Files = append(rep.Files, FileResult{File: f})
 			continue
 		}
+		rep.Warnings = append(rep.Warnings, duplicateKeys(f, data)...)
 		kind := c.Kind
 		if kind == "" {
 			if kind, err = schemas.DetectKind(doc); err != nil {
@@ -143,6 +148,35 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 }
 
 func (r *Report) add(p Problem) { r.Problems = append(r.Problems, p) }
+
+// duplicateKeys warns about each key given again in the same object, with
+// the places of both.
+func duplicateKeys(file string, data []byte) []Problem {
+	_, dups, err := json5.ParseDuplicates(data)
+	if err != nil {
+		return nil
+	}
+	out := make([]Problem, 0, len(dups))
+	for _, d := range dups {
+		out = append(out, Problem{
+			File: file, Line: d.Again.Line, Col: d.Again.Col,
+			Path: pointer(append(slices.Clone(d.Path), d.Key)),
+			Message: fmt.Sprintf("warning: duplicate key %q, first at %s:%d:%d; the last value wins (as in mlos_bench)",
+				d.Key, file, d.First.Line, d.First.Col),
+		})
+	}
+	return out
+}
+
+// pointer writes a path as a JSON pointer.
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
 
 // addErr turns an error into problems, keeping positions.
 func (r *Report) addErr(file, kind string, err error) {

@@ -12,6 +12,7 @@ package json5
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,7 +100,33 @@ const MaxDepth = 1000
 // comments). Duplicate object keys are allowed as in Python's json5: the
 // last value wins and keeps the first key's place.
 func Parse(data []byte) (*Node, error) {
-	p := &parser{src: data, pos: Pos{Line: 1, Col: 1}}
+	return (&parser{src: data, pos: Pos{Line: 1, Col: 1}}).parse()
+}
+
+// Duplicate is a key given more than once in one object.
+type Duplicate struct {
+	// Path is the object's path from the root (keys and array indices).
+	Path []string
+	Key  string
+	// First is where the key first appears; Again where it appears once
+	// more (the last occurrence's value wins).
+	First, Again Pos
+}
+
+// ParseDuplicates is Parse that also reports every repeated key: one
+// Duplicate per later occurrence, in source order (bench validate warns
+// about them; loading configs accepts them, as mlos_bench does).
+func ParseDuplicates(data []byte) (*Node, []Duplicate, error) {
+	p := &parser{src: data, pos: Pos{Line: 1, Col: 1}, track: true}
+	n, err := p.parse()
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, p.dups, nil
+}
+
+func (p *parser) parse() (*Node, error) {
+	data := p.src
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		p.pos.Offset = 3
 	}
@@ -125,6 +152,11 @@ func Parse(data []byte) (*Node, error) {
 type parser struct {
 	src []byte
 	pos Pos
+	// With track set, the path of the value being parsed is kept and
+	// repeated keys are collected in dups.
+	track bool
+	path  []string
+	dups  []Duplicate
 }
 
 func (p *parser) eof() bool { return p.pos.Offset >= len(p.src) }
@@ -313,12 +345,21 @@ func (p *parser) object(depth int) (*Node, error) {
 		if err := p.skipSpace(); err != nil {
 			return nil, err
 		}
+		if p.track {
+			p.path = append(p.path, key)
+		}
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
+		if p.track {
+			p.path = p.path[:len(p.path)-1]
+		}
 		if i, dup := index[key]; dup {
 			n.Members[i].Value = v
+			if p.track {
+				p.dups = append(p.dups, Duplicate{Path: slices.Clone(p.path), Key: key, First: n.Members[i].KeyPos, Again: keyPos})
+			}
 		} else {
 			index[key] = len(n.Members)
 			n.Members = append(n.Members, Member{Key: key, KeyPos: keyPos, Value: v})
@@ -355,9 +396,15 @@ func (p *parser) array(depth int) (*Node, error) {
 		if p.eof() {
 			return nil, &SyntaxError{Pos: n.Pos, Msg: "unterminated array: missing ']'"}
 		}
+		if p.track {
+			p.path = append(p.path, strconv.Itoa(len(n.Elems)))
+		}
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
+		}
+		if p.track {
+			p.path = p.path[:len(p.path)-1]
 		}
 		n.Elems = append(n.Elems, v)
 		if err := p.skipSpace(); err != nil {

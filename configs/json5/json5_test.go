@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestParseValues(t *testing.T) {
@@ -213,4 +214,32 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseDuplicates(t *testing.T) {
+	src := "{\n  a: 1,\n  b: {x: 1, 'x': 2, x: 3},\n  c: [{k: 1, k: 2}],\n  a: 4,\n}"
+	n, dups, err := ParseDuplicates([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Duplicate{
+		{Path: []string{"b"}, Key: "x", First: Pos{Line: 3, Col: 7}, Again: Pos{Line: 3, Col: 13}},
+		{Path: []string{"b"}, Key: "x", First: Pos{Line: 3, Col: 7}, Again: Pos{Line: 3, Col: 21}},
+		{Path: []string{"c", "0"}, Key: "k", First: Pos{Line: 4, Col: 8}, Again: Pos{Line: 4, Col: 14}},
+		{Path: []string{}, Key: "a", First: Pos{Line: 2, Col: 3}, Again: Pos{Line: 5, Col: 3}},
+	}
+	if diff := cmp.Diff(want, dups, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Pos{}, "Offset")); diff != "" {
+		t.Errorf("duplicates (-want +got):\n%s", diff)
+	}
+	// The last value wins, in the first key's place, as Parse does.
+	plain, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(plain.Value(), n.Value()); diff != "" || n.Get("a").Int != 4 || n.Get("b").Get("x").Int != 3 {
+		t.Errorf("values differ from Parse's:\n%s", diff)
+	}
+	if _, _, err := ParseDuplicates([]byte("{a: 1, a:")); err == nil {
+		t.Error("a syntax error must be reported")
+	}
 }

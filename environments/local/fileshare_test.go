@@ -246,3 +246,26 @@ func TestFileShareNeedsService(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
+
+// A folder download into the working directory where a setup script
+// planted a symbolic link to the outside: the entry under the link is
+// refused (the trial fails), and nothing is written outside.
+func TestFileShareDownloadThroughPlantedLink(t *testing.T) {
+	f, root := shareFixture(t, nil)
+	envtest.WriteFiles(t, root, map[string]string{"results/sub/x.csv": "metric,value\nscore,1\n"})
+	outside := t.TempDir()
+	env := f.Build(envJSON(t, fileShareClass, "FS", map[string]any{
+		"const_args":       map[string]any{"OUTSIDE": outside},
+		"shell_env_params": []string{"OUTSIDE"},
+		"setup":            []string{"mkdir copy && ln -s \"$OUTSIDE\" copy/sub"},
+		"run":              []string{"true"},
+		"download":         []map[string]string{{"from": "results", "to": "copy"}},
+	}), nil)
+	res, _ := envtest.Trial(t, env, f.Tunables, nil)
+	if res.Status != environments.FAILED || !strings.Contains(res.Reason, "leaves its root folder") {
+		t.Errorf("run: %s %q; want FAILED saying the path leaves its root folder", res.Status, res.Reason)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("the download wrote outside the working directory: %v", entries)
+	}
+}

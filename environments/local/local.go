@@ -179,6 +179,11 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 		fileShare:     fileShare,
 		log:           slog.Default().With("env", spec.Name),
 	}
+	for _, d := range []struct{ key, val string }{{"dump_params_file", e.dumpParams}, {"dump_meta_file", e.dumpMeta}} {
+		if err := checkDumpPath(d.val); err != nil {
+			return nil, cfgRef.Child(d.key).Errorf("%v", err)
+		}
+	}
 	if spec.Builder != nil {
 		e.loader = spec.Builder.Loader
 	}
@@ -309,7 +314,7 @@ func (e *Env) Setup(ctx context.Context, tun *tunables.Groups, globals environme
 	e.watchTelemetry(ctx, dir)
 	ctx, cancel := script.WithTimeout(ctx, e.script.Timeouts.Setup.Std())
 	defer cancel()
-	if err := e.dumpFiles(dir); err != nil {
+	if err := e.dumpFiles(ctx, dir); err != nil {
 		return err
 	}
 	if _, err := e.SetupOnce(func() error { return e.setupWork(ctx, dir, measure) }); err != nil {

@@ -841,3 +841,71 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// dump_params_file may not climb out of the working directory with "..";
+// an absolute path is accepted (as mlos_bench's path join does); a
+// symbolic link a script planted at or above the dump file (in a temp_dir
+// kept between trials) is never followed outside.
+func TestDumpFilePaths(t *testing.T) {
+	f := envtest.New(t, nil)
+	for _, name := range []string{"../x.json", "sub/../../x.json"} {
+		_, err := f.TryBuild(envJSON(t, "mlos_bench.environments.LocalEnv", "dump", map[string]any{
+			"dump_params_file": name, "run": []string{"true"},
+		}), nil)
+		if err == nil || !strings.Contains(err.Error(), "/config/dump_params_file") || !strings.Contains(err.Error(), "leaves the environment's working directory") {
+			t.Errorf("dump_params_file %q: err = %v, want a config error", name, err)
+		}
+	}
+
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.json")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(work, "params.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(work, "meta")); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(t.TempDir(), "abs", "params.json")
+	for _, tc := range []struct {
+		name, dump, meta string
+		wantErr          bool
+	}{
+		{"link at the file", "params.json", "", false},
+		{"link above the file", "x.json", "meta/m.json", true},
+		{"absolute path", abs, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := f.Build(envJSON(t, "mlos_bench.environments.LocalEnv", "dump", map[string]any{
+				"temp_dir":         work,
+				"tunable_params":   []string{"kernel"},
+				"dump_params_file": tc.dump,
+				"dump_meta_file":   tc.meta,
+				"run":              []string{"true"},
+			}), nil)
+			envtest.Open(t, env)
+			err := env.Setup(context.Background(), f.Tunables, nil)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("setup: %v (want error: %v)", err, tc.wantErr)
+			}
+			if got, _ := os.ReadFile(victim); string(got) != "keep" {
+				t.Errorf("a planted link was followed: victim = %q", got)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+				t.Errorf("written outside: %d entries", len(entries))
+			}
+			if !tc.wantErr {
+				p := tc.dump
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(work, p)
+				}
+				if got, err := os.ReadFile(p); err != nil || !strings.Contains(string(got), "kernel_sched_latency_ns") {
+					t.Errorf("%s = %q, %v", p, got, err)
+				}
+			}
+		})
+	}
+}

@@ -11,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
@@ -259,7 +261,15 @@ func (s *S3FileShareService) Download(ctx context.Context, _ services.Params, re
 		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 		switch {
 		case err == nil:
-			return s.downloadFile(ctx, key, localPath)
+			if fi, err := os.Stat(localPath); err == nil && fi.IsDir() {
+				return fmt.Errorf("S3 download of %s: %s is a folder; give the file's path", s.url(key), localPath)
+			}
+			d, err := safefs.Open(filepath.Dir(localPath))
+			if err != nil {
+				return fmt.Errorf("S3 download: %w", err)
+			}
+			defer d.Close()
+			return s.downloadFile(ctx, key, d, filepath.Base(localPath))
 		case !isNotFound(err):
 			return fmt.Errorf("S3 download of %s: %w", s.url(key), err)
 		}
@@ -267,6 +277,14 @@ func (s *S3FileShareService) Download(ctx context.Context, _ services.Params, re
 	prefix := s.folderPrefix(rel)
 	slog.Debug("s3: downloading a folder", "from", s.url(prefix), "to", localPath, "recursive", recursive)
 	found := false
+	// Every object is written through an os.Root on the destination
+	// folder, so a symbolic link inside it cannot send a file elsewhere.
+	var dst *safefs.Dir
+	defer func() {
+		if dst != nil {
+			dst.Close()
+		}
+	}()
 	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
 		Prefix: aws.String(prefix),
@@ -291,14 +309,18 @@ func (s *S3FileShareService) Download(ctx context.Context, _ services.Params, re
 			if !filepath.IsLocal(localSub) {
 				return fmt.Errorf("S3 download: the key %q would be written outside %s; refusing it", aws.ToString(obj.Key), localPath)
 			}
-			target := filepath.Join(localPath, localSub)
+			if dst == nil {
+				if dst, err = safefs.Open(localPath); err != nil {
+					return fmt.Errorf("S3 download: %w", err)
+				}
+			}
 			if isMarker {
-				if err := os.MkdirAll(target, 0o755); err != nil {
+				if err := dst.MkdirAll(localSub); err != nil {
 					return fmt.Errorf("S3 download: %w", err)
 				}
 				continue
 			}
-			if err := s.downloadFile(ctx, aws.ToString(obj.Key), target); err != nil {
+			if err := s.downloadFile(ctx, aws.ToString(obj.Key), dst, localSub); err != nil {
 				return err
 			}
 		}
@@ -326,45 +348,21 @@ func isNotFound(err error) bool {
 	return false
 }
 
-func (s *S3FileShareService) downloadFile(ctx context.Context, key, localPath string) error {
-	dir := filepath.Dir(localPath)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("S3 download: %w", err)
-	}
-	if fi, err := os.Stat(localPath); err == nil && fi.IsDir() {
-		return fmt.Errorf("S3 download of %s: %s is a folder; give the file's path", s.url(key), localPath)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(localPath)+".part-*")
-	if err != nil {
-		return fmt.Errorf("S3 download: %w", err)
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	slog.Debug("s3: download", "from", s.url(key), "to", localPath)
-	down := manager.NewDownloader(s.client, func(d *manager.Downloader) {
-		d.PartSize = s.partSize
-		d.Concurrency = s.concurrency
+func (s *S3FileShareService) downloadFile(ctx context.Context, key string, d *safefs.Dir, rel string) error {
+	slog.Debug("s3: download", "from", s.url(key), "to", d.Join(rel))
+	down := manager.NewDownloader(s.client, func(dl *manager.Downloader) {
+		dl.PartSize = s.partSize
+		dl.Concurrency = s.concurrency
 	})
-	if _, err := down.Download(ctx, tmp, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}); err != nil {
+	err := d.WriteFile(ctx, rel, 0o644, time.Time{}, func(f *os.File) error {
+		_, err := down.Download(ctx, f, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+		return err
+	})
+	if err != nil {
 		if isNotFound(err) {
 			return fmt.Errorf("S3 download: %s does not exist: %w", s.url(key), fs.ErrNotExist)
 		}
 		return fmt.Errorf("S3 download of %s: %w", s.url(key), err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("S3 download: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("S3 download: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), localPath); err != nil {
-		return fmt.Errorf("S3 download: %w", err)
-	}
-	keep = true
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/services"
 )
 
@@ -412,5 +413,31 @@ func TestS3KeysOutsideTheTargetAreRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(parent, "evil.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("evil.txt was written outside the target: %v", err)
+	}
+}
+
+// A folder download into a destination that holds a symbolic link to the
+// outside (planted by a trial, say) is refused at that entry, and nothing
+// is written outside.
+func TestS3DownloadThroughPlantedLink(t *testing.T) {
+	s, _ := newMotoS3(t, map[string]any{"prefix": "links"})
+	ctx := t.Context()
+	src := t.TempDir()
+	writeTree(t, src, map[string][]byte{"top.csv": []byte("a\n"), "sub/x.csv": []byte("b\n")})
+	if err := s.Upload(ctx, nil, src, "res", true); err != nil {
+		t.Fatal(err)
+	}
+	outside, dst := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dst, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "top.csv"), filepath.Join(dst, "top.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Download(ctx, nil, "res", dst, true); !errors.Is(err, safefs.ErrOutside) {
+		t.Errorf("download through a planted link: %v, want safefs.ErrOutside", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written outside the destination: %v", entries)
 	}
 }

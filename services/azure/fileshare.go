@@ -27,6 +27,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azfile/share"
 
 	"github.com/benchtune/bench/internal/decode"
+	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
@@ -434,7 +435,18 @@ func (s *FileShareService) Download(ctx context.Context, _ services.Params, remo
 
 func (s *FileShareService) downloadDir(ctx context.Context, rel, localPath string, recursive bool) error {
 	slog.Debug("azure files: downloading a folder", "from", s.where(rel), "to", localPath, "recursive", recursive)
-	if err := os.MkdirAll(localPath, 0o755); err != nil {
+	// Every entry is written through an os.Root on the destination folder,
+	// so a symbolic link inside it cannot send a file elsewhere.
+	d, err := safefs.Open(localPath)
+	if err != nil {
+		return fmt.Errorf("Azure Files download: %w", err)
+	}
+	defer d.Close()
+	return s.downloadEntries(ctx, rel, d, ".", recursive)
+}
+
+func (s *FileShareService) downloadEntries(ctx context.Context, rel string, d *safefs.Dir, lrel string, recursive bool) error {
+	if err := d.MkdirAll(lrel); err != nil {
 		return fmt.Errorf("Azure Files download: %w", err)
 	}
 	pager := s.dirClient(rel).NewListFilesAndDirectoriesPager(nil)
@@ -466,20 +478,20 @@ func (s *FileShareService) downloadDir(ctx context.Context, rel, localPath strin
 		}
 		for _, e := range entries {
 			if e.name == "" || e.name == "." || e.name == ".." || strings.ContainsAny(e.name, "/\\") || !filepath.IsLocal(e.name) {
-				return fmt.Errorf("Azure Files download: the entry %q in %s would be written outside %s; refusing it", e.name, s.where(rel), localPath)
+				return fmt.Errorf("Azure Files download: the entry %q in %s would be written outside %s; refusing it", e.name, s.where(rel), d.Join(lrel))
 			}
 			subRel := path.Join(rel, e.name)
-			target := filepath.Join(localPath, e.name)
+			target := filepath.Join(lrel, e.name)
 			if e.dir {
 				if !recursive {
 					continue
 				}
-				if err := s.downloadDir(ctx, subRel, target, true); err != nil {
+				if err := s.downloadEntries(ctx, subRel, d, target, true); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := s.downloadFile(ctx, subRel, target); err != nil {
+			if err := s.downloadInto(ctx, subRel, d, target); err != nil {
 				return err
 			}
 		}
@@ -491,45 +503,34 @@ func (s *FileShareService) downloadFile(ctx context.Context, rel, localPath stri
 	if fi, err := os.Stat(localPath); err == nil && fi.IsDir() {
 		return fmt.Errorf("Azure Files download of %s: %s is a folder; give the file's path", s.where(rel), localPath)
 	}
-	fc := s.fileClient(rel)
 	// Check first, so that a missing file leaves nothing behind locally.
-	if _, err := fc.GetProperties(ctx, nil); err != nil {
+	if _, err := s.fileClient(rel).GetProperties(ctx, nil); err != nil {
 		if isMissing(err) || fileerror.HasCode(err, fileerror.ShareNotFound) {
 			return fmt.Errorf("Azure Files download: %s does not exist: %w", s.where(rel), fs.ErrNotExist)
 		}
 		return fmt.Errorf("Azure Files download of %s: %w", s.where(rel), s.scrub(err))
 	}
-	dir := filepath.Dir(localPath)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("Azure Files download: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(localPath)+".part-*")
+	d, err := safefs.Open(filepath.Dir(localPath))
 	if err != nil {
 		return fmt.Errorf("Azure Files download: %w", err)
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	slog.Debug("azure files: download", "from", s.where(rel), "to", localPath)
-	if _, err := fc.DownloadFile(ctx, tmp, &file.DownloadFileOptions{ChunkSize: chunkSize, Concurrency: concurrency}); err != nil {
-		if isMissing(err) {
+	defer d.Close()
+	return s.downloadInto(ctx, rel, d, filepath.Base(localPath))
+}
+
+// downloadInto writes the share's file rel to lrel under d.
+func (s *FileShareService) downloadInto(ctx context.Context, rel string, d *safefs.Dir, lrel string) error {
+	fc := s.fileClient(rel)
+	slog.Debug("azure files: download", "from", s.where(rel), "to", d.Join(lrel))
+	err := d.WriteFile(ctx, lrel, 0o644, time.Time{}, func(f *os.File) error {
+		_, err := fc.DownloadFile(ctx, f, &file.DownloadFileOptions{ChunkSize: chunkSize, Concurrency: concurrency})
+		return err
+	})
+	if err != nil {
+		if isMissing(err) || fileerror.HasCode(err, fileerror.ShareNotFound) {
 			return fmt.Errorf("Azure Files download: %s does not exist: %w", s.where(rel), fs.ErrNotExist)
 		}
 		return fmt.Errorf("Azure Files download of %s: %w", s.where(rel), s.scrub(err))
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("Azure Files download: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("Azure Files download: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), localPath); err != nil {
-		return fmt.Errorf("Azure Files download: %w", err)
-	}
-	keep = true
 	return nil
 }

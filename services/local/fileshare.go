@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
@@ -268,7 +270,19 @@ func (s *LocalDirFileShareService) Download(ctx context.Context, params services
 }
 
 func (s *LocalDirFileShareService) downloadDir(ctx context.Context, root *os.Root, rel, local string, recursive bool) error {
-	if err := os.MkdirAll(local, 0o755); err != nil {
+	// Every entry is written through an os.Root on the destination folder,
+	// so a symbolic link inside it (say one a trial planted) can never
+	// send a file elsewhere.
+	dst, err := safefs.Open(local)
+	if err != nil {
+		return fmt.Errorf("download: %w", err)
+	}
+	defer dst.Close()
+	return s.downloadEntries(ctx, root, rel, dst, ".", recursive)
+}
+
+func (s *LocalDirFileShareService) downloadEntries(ctx context.Context, root *os.Root, rel string, dst *safefs.Dir, lrel string, recursive bool) error {
+	if err := dst.MkdirAll(lrel); err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	d, err := root.Open(rel)
@@ -285,7 +299,7 @@ func (s *LocalDirFileShareService) downloadDir(ctx context.Context, root *os.Roo
 			return fmt.Errorf("download: %w", err)
 		}
 		rp := filepath.Join(rel, e.Name())
-		lp := filepath.Join(local, e.Name())
+		lp := filepath.Join(lrel, e.Name())
 		if err := s.checkInside(rp); err != nil {
 			return fmt.Errorf("download: %w", err)
 		}
@@ -296,12 +310,12 @@ func (s *LocalDirFileShareService) downloadDir(ctx context.Context, root *os.Roo
 		switch {
 		case efi.IsDir():
 			if recursive {
-				if err := s.downloadDir(ctx, root, rp, lp, recursive); err != nil {
+				if err := s.downloadEntries(ctx, root, rp, dst, lp, recursive); err != nil {
 					return err
 				}
 			}
 		case efi.Mode().IsRegular():
-			if err := s.downloadFile(ctx, root, rp, lp, efi); err != nil {
+			if err := s.copyOut(ctx, root, rp, dst, lp, efi); err != nil {
 				return err
 			}
 		default:
@@ -312,27 +326,23 @@ func (s *LocalDirFileShareService) downloadDir(ctx context.Context, root *os.Roo
 }
 
 func (s *LocalDirFileShareService) downloadFile(ctx context.Context, root *os.Root, rel, local string, fi os.FileInfo) error {
+	dst, err := safefs.Open(filepath.Dir(local))
+	if err != nil {
+		return fmt.Errorf("download: %w", err)
+	}
+	defer dst.Close()
+	return s.copyOut(ctx, root, rel, dst, filepath.Base(local), fi)
+}
+
+// copyOut copies the share's file rel to lrel under dst.
+func (s *LocalDirFileShareService) copyOut(ctx context.Context, root *os.Root, rel string, dst *safefs.Dir, lrel string, fi os.FileInfo) error {
 	src, _, err := safeio.OpenIn(root, rel, "file to download") // never a FIFO or a device
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	defer src.Close()
-	dir := filepath.Dir(local)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	dst, err := os.CreateTemp(dir, tempName(filepath.Base(local))+"*")
-	if err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	tmp := dst.Name()
-	err = copyFile(ctx, dst, src, fi.Mode().Perm())
-	if err == nil {
-		err = os.Rename(tmp, local)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("download %s to %s: %w", rel, local, err)
+	if err := dst.Copy(ctx, lrel, src, fi.Mode().Perm(), time.Time{}); err != nil {
+		return fmt.Errorf("download %s to %s: %w", rel, dst.Join(lrel), err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/internal/safeio"
 )
 
@@ -297,5 +298,52 @@ func TestFileShareRefusesFIFOs(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a transfer of a FIFO blocked")
+	}
+}
+
+// A folder download writes each entry through the destination's root: a
+// symbolic link planted in the destination (by a trial's scripts, say)
+// that points outside it is refused, and nothing is written outside.
+func TestFileShareDownloadDestinationLink(t *testing.T) {
+	ctx := context.Background()
+	s, root := newShare(t)
+	writeFile(t, filepath.Join(root, "res", "sub", "x.csv"), "a,b", 0o644)
+	writeFile(t, filepath.Join(root, "res", "top.csv"), "c,d", 0o644)
+	outside := t.TempDir()
+	for _, planted := range []string{"sub", "top.csv"} {
+		t.Run(planted, func(t *testing.T) {
+			local := t.TempDir()
+			target := outside
+			if planted == "top.csv" {
+				target = filepath.Join(outside, "top.csv")
+			}
+			if err := os.Symlink(target, filepath.Join(local, planted)); err != nil {
+				t.Fatal(err)
+			}
+			err := s.Download(ctx, nil, "res", local, true)
+			if planted == "sub" && !errors.Is(err, safefs.ErrOutside) {
+				t.Errorf("download through a planted folder link: err = %v, want safefs.ErrOutside", err)
+			}
+			if planted == "top.csv" {
+				// A link at a file's own name is replaced by the file.
+				if fi, err := os.Lstat(filepath.Join(local, "top.csv")); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("top.csv: %v %v, want the downloaded regular file", fi, err)
+				}
+			}
+			if got := tree(t, outside); len(got) != 0 {
+				t.Errorf("written outside the destination: %v", got)
+			}
+		})
+	}
+	// The single-file download replaces a link at the destination too.
+	local := t.TempDir()
+	if err := os.Symlink(filepath.Join(outside, "f"), filepath.Join(local, "f.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Download(ctx, nil, "res/top.csv", filepath.Join(local, "f.csv"), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, outside); len(got) != 0 {
+		t.Errorf("written outside the destination: %v", got)
 	}
 }

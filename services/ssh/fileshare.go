@@ -17,6 +17,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 )
@@ -87,10 +88,12 @@ func (s *FileShareService) Download(ctx context.Context, params services.Params,
 		if st, err := os.Stat(localPath); err == nil && st.IsDir() {
 			dst = filepath.Join(localPath, path.Base(remotePath))
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		d, err := safefs.Open(filepath.Dir(dst))
+		if err != nil {
 			return err
 		}
-		return downloadFile(ctx, sc, remotePath, info, dst)
+		defer d.Close()
+		return downloadFile(ctx, sc, remotePath, info, d, filepath.Base(dst))
 	})
 	if err != nil {
 		return fmt.Errorf("download of %s:%s to %s: %w", t, remotePath, localPath, err)
@@ -179,9 +182,13 @@ func uploadDir(ctx context.Context, sc *sftp.Client, localRoot, remoteRoot strin
 }
 
 func downloadDir(ctx context.Context, sc *sftp.Client, remoteRoot, localRoot string) error {
-	if err := os.MkdirAll(localRoot, 0o755); err != nil {
+	// Every entry is written through an os.Root on the destination folder,
+	// so a symbolic link inside it cannot send a file elsewhere.
+	d, err := safefs.Open(localRoot)
+	if err != nil {
 		return err
 	}
+	defer d.Close()
 	w := sc.Walk(remoteRoot)
 	for w.Step() {
 		if err := w.Err(); err != nil {
@@ -194,7 +201,10 @@ func downloadDir(ctx context.Context, sc *sftp.Client, remoteRoot, localRoot str
 		if rel == "" {
 			continue
 		}
-		dst := filepath.Join(localRoot, filepath.FromSlash(rel))
+		lrel := filepath.FromSlash(rel)
+		if !filepath.IsLocal(lrel) {
+			return fmt.Errorf("the remote entry %q would be written outside %s; refusing it", w.Path(), localRoot)
+		}
 		info := w.Stat()
 		if info.Mode()&fs.ModeSymlink != 0 {
 			st, err := sc.Stat(w.Path())
@@ -210,11 +220,11 @@ func downloadDir(ctx context.Context, sc *sftp.Client, remoteRoot, localRoot str
 		}
 		switch {
 		case info.IsDir():
-			if err := os.MkdirAll(dst, 0o755); err != nil {
+			if err := d.MkdirAll(lrel); err != nil {
 				return err
 			}
 		case info.Mode().IsRegular():
-			if err := downloadFile(ctx, sc, w.Path(), info, dst); err != nil {
+			if err := downloadFile(ctx, sc, w.Path(), info, d, lrel); err != nil {
 				return err
 			}
 		default:
@@ -290,9 +300,9 @@ func renameRemote(sc *sftp.Client, from, to string) error {
 	return nil
 }
 
-// downloadFile streams a remote file to a temporary local file next to dst
-// and renames it into place.
-func downloadFile(ctx context.Context, sc *sftp.Client, src string, info fs.FileInfo, dst string) error {
+// downloadFile streams a remote file to a temporary local file next to
+// rel under d and renames it into place.
+func downloadFile(ctx context.Context, sc *sftp.Client, src string, info fs.FileInfo, d *safefs.Dir, rel string) error {
 	in, err := sc.Open(src)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -301,35 +311,12 @@ func downloadFile(ctx context.Context, sc *sftp.Client, src string, info fs.File
 		return err
 	}
 	defer in.Close()
-	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".bench-tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := out.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = out.Close()
-			_ = os.Remove(tmp)
+	return d.WriteFile(ctx, rel, info.Mode().Perm(), info.ModTime(), func(out *os.File) error {
+		if _, err := in.WriteTo(ctxWriter{ctx, out}); err != nil {
+			return fmt.Errorf("reading %s: %w", src, err)
 		}
-	}()
-	if _, err := in.WriteTo(ctxWriter{ctx, out}); err != nil {
-		return fmt.Errorf("reading %s: %w", src, err)
-	}
-	if err := out.Chmod(info.Mode().Perm()); err != nil {
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	if err := os.Chtimes(tmp, time.Now(), info.ModTime()); err != nil {
-		slog.Debug("ssh: could not set a file's modification time", "path", dst, "err", err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+		return nil
+	})
 }
 
 // ctxReader and ctxWriter stop a transfer once the context ends.

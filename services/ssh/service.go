@@ -98,10 +98,33 @@ func newFileShareServiceFromSpec(_ context.Context, spec services.Spec) (any, er
 // Close closes the cached connections.
 func (s *FileShareService) Close() error { return s.pool.Close() }
 
+// InsecureNotice is the notice of an SSH service that does not check
+// host keys.
+func InsecureNotice(who string) string {
+	return who + ": SSH host key verification is OFF (ssh_insecure_ignore_host_key is true); connections could be intercepted"
+}
+
+// SecurityNotices reports that host keys are not checked, when so
+// configured (services.SecurityNoticer).
+func (s *HostService) SecurityNotices() []string { return securityNotices(s.cfg, "SshHostService") }
+
+// SecurityNotices reports that host keys are not checked, when so
+// configured (services.SecurityNoticer).
+func (s *FileShareService) SecurityNotices() []string {
+	return securityNotices(s.cfg, "SshFileShareService")
+}
+
+func securityNotices(cfg Config, who string) []string {
+	if !cfg.InsecureIgnoreHostKey {
+		return nil
+	}
+	return []string{InsecureNotice(who)}
+}
+
 func logConfig(cfg Config, who string) {
 	switch {
 	case cfg.InsecureIgnoreHostKey:
-		slog.Warn(who + ": host key verification is OFF (ssh_insecure_ignore_host_key is true); connections could be intercepted")
+		slog.Warn(InsecureNotice(who))
 	case cfg.knownHostsNull:
 		slog.Debug(who+`: "ssh_known_hosts_path": null turns host key checks off in mlos_bench, but bench still checks host keys; `+
 			`set "ssh_insecure_ignore_host_key": true to skip them`, "known_hosts", cfg.KnownHostsPath)

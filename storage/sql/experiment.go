@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	dbsql "database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/benchtune/bench/trial"
@@ -33,10 +34,10 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 	)
 	err = s.write(ctx, func(r runner) error {
 		res, err := r.exec(ctx, `INSERT INTO experiment
-			(exp_id, description, root_env_config, git_repo, git_commit, ts_start, status, driver_name, driver_pid)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (exp_id) DO NOTHING`,
+			(exp_id, description, root_env_config, git_repo, git_commit, ts_start, status, driver_name, driver_pid, notes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (exp_id) DO NOTHING`,
 			info.ID, clean(info.Description), clean(info.RootEnvConfig), clean(info.GitRepo), clean(info.GitCommit),
-			s.dialect.ts(now), trial.PENDING.String(), clean(host), pid)
+			s.dialect.ts(now), trial.PENDING.String(), clean(host), pid, encodeNotes(mergeNotes(nil, info.Notes)))
 		if err != nil {
 			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
 		}
@@ -57,7 +58,16 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 			return fmt.Errorf("storage: resume experiment %q: %w", info.ID, err)
 		}
 		stored, err = s.loadInfo(ctx, r, info.ID)
-		return err
+		if err != nil {
+			return err
+		}
+		if merged := mergeNotes(stored.Notes, info.Notes); len(merged) != len(stored.Notes) {
+			if _, err := r.exec(ctx, `UPDATE experiment SET notes = ? WHERE exp_id = ?`, encodeNotes(merged), info.ID); err != nil {
+				return fmt.Errorf("storage: record notes of experiment %q: %w", info.ID, err)
+			}
+			stored.Notes = merged
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err
@@ -78,6 +88,31 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 	}
 	stored.FirstTrialID = info.FirstTrialID
 	return &experiment{s: s, info: stored}, !created, nil
+}
+
+// mergeNotes returns stored with the notes of add it lacks appended
+// (empty notes left out).
+func mergeNotes(stored, add []string) []string {
+	out := slices.Clone(stored)
+	for _, n := range add {
+		n = clean(strings.TrimSpace(n))
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// encodeNotes stores notes as a JSON array (NULL for none).
+func encodeNotes(notes []string) any {
+	if len(notes) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(notes)
+	if err != nil {
+		return nil
+	}
+	return string(b)
 }
 
 func checkObjectives(in []storage.Objective) ([]storage.Objective, error) {
@@ -122,17 +157,23 @@ func fmtObjectives(os []storage.Objective) string {
 	return strings.Join(parts, ",")
 }
 
-const experimentCols = `exp_id, description, root_env_config, git_repo, git_commit, ts_start, ts_end, status, driver_name, driver_pid`
+const experimentCols = `exp_id, description, root_env_config, git_repo, git_commit, ts_start, ts_end, status, driver_name, driver_pid, notes`
 
 func scanExperiment(sc interface{ Scan(...any) error }) (storage.ExperimentInfo, error) {
 	var (
 		info                     storage.ExperimentInfo
 		desc, status, driverName dbsql.NullString
+		notes                    dbsql.NullString
 		driverPID                dbsql.NullInt64
 		start, end               dbTime
 	)
-	if err := sc.Scan(&info.ID, &desc, &info.RootEnvConfig, &info.GitRepo, &info.GitCommit, &start, &end, &status, &driverName, &driverPID); err != nil {
+	if err := sc.Scan(&info.ID, &desc, &info.RootEnvConfig, &info.GitRepo, &info.GitCommit, &start, &end, &status, &driverName, &driverPID, &notes); err != nil {
 		return info, err
+	}
+	if notes.Valid && notes.String != "" {
+		if err := json.Unmarshal([]byte(notes.String), &info.Notes); err != nil {
+			return info, fmt.Errorf("experiment %q: stored notes: %w", info.ID, err)
+		}
 	}
 	info.Description = desc.String
 	info.TsStart, info.TsEnd = start.t, end.t

@@ -973,3 +973,38 @@ func TestLogSQL(t *testing.T) {
 		t.Errorf("log_sql did not log the statements:\n%s", logs.String())
 	}
 }
+
+// Notes recorded with an experiment are kept, each once, across resumes.
+func TestExperimentNotes(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := open(t, b.fresh(t))
+		objs := []storage.Objective{{Name: "score", Direction: "min"}}
+		exp, _, err := s.Experiment(ctx, storage.ExperimentInfo{ID: "n", Objectives: objs, Notes: []string{"insecure ssh", ""}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"insecure ssh"}, exp.Info().Notes); diff != "" {
+			t.Errorf("notes (-want +got):\n%s", diff)
+		}
+		exp, resumed, err := s.Experiment(ctx, storage.ExperimentInfo{ID: "n", Objectives: objs, Notes: []string{"second", "insecure ssh"}})
+		if err != nil || !resumed {
+			t.Fatal(resumed, err)
+		}
+		want := []string{"insecure ssh", "second"}
+		if diff := cmp.Diff(want, exp.Info().Notes); diff != "" {
+			t.Errorf("notes after resume (-want +got):\n%s", diff)
+		}
+		// A run without notes keeps them; listing shows them.
+		if _, _, err := s.Experiment(ctx, storage.ExperimentInfo{ID: "n", Objectives: objs}); err != nil {
+			t.Fatal(err)
+		}
+		exps, err := s.Experiments(ctx)
+		if err != nil || len(exps) != 1 {
+			t.Fatal(exps, err)
+		}
+		if diff := cmp.Diff(want, exps[0].Notes); diff != "" {
+			t.Errorf("listed notes (-want +got):\n%s", diff)
+		}
+	})
+}
