@@ -76,6 +76,8 @@ func (p Phase) String() string {
 		return "timed out"
 	case Lost:
 		return "lost"
+	case hung:
+		return "hung"
 	}
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
