@@ -107,12 +107,16 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 			}
 			ids = append(ids, id)
 			return nil
-		}, `UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (
+		// The candidates are picked once (a materialized CTE): PostgreSQL
+		// may otherwise evaluate a LIMIT … SKIP LOCKED subquery of an
+		// UPDATE more than once and take more than limit rows.
+		}, `WITH picked AS MATERIALIZED (
 			SELECT trial_id FROM trial WHERE exp_id = ? AND ts_end IS NULL AND stop_requested IS NULL
 			   AND (owner IS NULL OR lease_until IS NULL OR lease_until < ?)
 			 ORDER BY trial_id LIMIT ?`+e.s.dialect.skipLocked()+`)
+			UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (SELECT trial_id FROM picked)
 			RETURNING trial_id`,
-			e.owner, e.s.dialect.ts(until), e.info.ID, e.info.ID, e.s.dialect.ts(now), limit)
+			e.info.ID, e.s.dialect.ts(now), limit, e.owner, e.s.dialect.ts(until), e.info.ID)
 		if err != nil {
 			return fmt.Errorf("storage: claim trials of %q for %q: %w", e.info.ID, e.owner, err)
 		}
