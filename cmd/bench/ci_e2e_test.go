@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ciBenchmark writes a benchmark for bench ci: testdata/ratio, a program
+// that times a fixed workload against a reference workload in alternating
+// chunks and prints their median time ratio (work_ratio). Load on the
+// machine slows both alike, so the metric is steady on a busy 2-core CI
+// machine; the factor file scales the workload: 1.2 is a real 20%
+// slowdown of the code under test.
+func ciBenchmark(t *testing.T) (dir, factorFile string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin := filepath.Join(dir, "ratio")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/ratio/main.go").CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/ratio: %v\n%s", err, out)
+	}
+	factorFile = filepath.Join(dir, "factor.txt")
+	write(t, dir, "factor.txt", "1.0\n", 0o644)
+	write(t, dir, "env.jsonc", `{
+		"name": "ratio",
+		"class": "mlos_bench.environments.local.LocalEnv",
+		"config": {
+			"run": ["RATIO_FACTOR_FILE='`+factorFile+`' '`+bin+`'"],
+			"results_stdout_pattern": "(work_ratio)=(\\d+\\.?\\d*)"
+		}
+	}`, 0o644)
+	write(t, dir, "thresholds.jsonc", `{
+		// the workload must not become more than 5% slower
+		"metrics": {"work_ratio": {"max_increase": "5%"}}
+	}`, 0o644)
+	return dir, factorFile
+}
+
+// TestCIRegressionAndFalseAlarms is the acceptance test of bench ci: a
+// real 20% slowdown of the benchmark program fails (exit 1), and the
+// unchanged program passes at least 19 runs in 20 against the same
+// stored baseline.
+func TestCIRegressionAndFalseAlarms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs bench ci 22 times")
+	}
+	dir, factor := ciBenchmark(t)
+	ciArgs := []string{"ci", "--environment", "env.jsonc", "--thresholds", "thresholds.jsonc", "--repeat", "5", "--no-progress"}
+
+	r := runBench(t, dir, append(ciArgs, "--save-as", "baseline")...)
+	if r.code != 0 {
+		t.Fatalf("recording the baseline: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `recorded experiment "baseline"`) {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+
+	const runs = 20
+	passed := 0
+	for i := range runs {
+		r := runBench(t, dir, append(ciArgs, "--baseline", "baseline")...)
+		switch r.code {
+		case 0:
+			passed++
+		case 1:
+			t.Logf("false alarm in run %d:\n%s", i+1, r.stderr)
+		default:
+			t.Fatalf("run %d: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	t.Logf("unchanged program: %d of %d bench ci runs passed", passed, runs)
+	if passed < 19 {
+		t.Errorf("unchanged program passed only %d of %d runs (want >= 19)", passed, runs)
+	}
+
+	// A real 20% slowdown: the workload does 20% more work.
+	if err := os.WriteFile(factor, []byte("1.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(dir, "summary.md")
+	junit := filepath.Join(dir, "junit.xml")
+	jsonOut := filepath.Join(dir, "ci.json")
+	r = runBench(t, dir, append(ciArgs, "--baseline", "baseline", "--markdown", md, "--junit", junit, "--json", jsonOut)...)
+	if r.code != 1 {
+		t.Fatalf("20%% slowdown: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "REGRESSION   work_ratio [defaults]: +") || !strings.Contains(r.stderr, "verdict: REGRESSION") {
+		t.Errorf("stderr lacks the verdict:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "work_ratio") || !strings.Contains(r.stdout, "baseline") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+	b, _ := os.ReadFile(md)
+	if !strings.Contains(string(b), "### bench ci: ❌ REGRESSION") {
+		t.Errorf("markdown:\n%s", b)
+	}
+	b, _ = os.ReadFile(junit)
+	var ju struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(b, &ju); err != nil || ju.Tests != 1 || ju.Failures != 1 {
+		t.Errorf("junit (%v): %+v\n%s", err, ju, b)
+	}
+	b, _ = os.ReadFile(jsonOut)
+	var rep struct {
+		Verdict string `json:"verdict"`
+		Rows    []struct {
+			Change float64 `json:"change"`
+			P      float64 `json:"p"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil || rep.Verdict != "regression" || len(rep.Rows) != 1 ||
+		rep.Rows[0].Change < 0.1 || rep.Rows[0].P >= 0.05 {
+		t.Errorf("json (%v): %+v\n%s", err, rep, b)
+	}
+	t.Logf("20%% slowdown measured as %+.1f%% (p=%.3g)", rep.Rows[0].Change*100, rep.Rows[0].P)
+}
+
+// TestCIInterleavesAndChecks: the set runs interleaved (A B A B ...),
+// each configuration labelled; too few repeats is not a pass; usage
+// errors exit 2 with file:line:col.
+func TestCIInterleavesAndChecks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "tunables.jsonc", `{"g": {"cost": 1, "params": {"xv": {"type": "int", "range": [0, 100], "default": 50}}}}`, 0o644)
+	write(t, dir, "env.jsonc", `{
+		"name": "il",
+		"class": "mlos_bench.environments.local.LocalEnv",
+		"include_tunables": ["tunables.jsonc"],
+		"config": {"tunable_params": ["g"], "shell_env_params": ["xv"],
+			"run": ["echo \"v=$xv\""], "results_stdout_pattern": "(v)=(\\d+)"}
+	}`, 0o644)
+	write(t, dir, "a.jsonc", `{"xv": 10}`, 0o644)
+	write(t, dir, "b.jsonc", `{"xv": 20}`, 0o644)
+	write(t, dir, "th.jsonc", `{"metrics": {"v": {"max_increase": "5%"}}}`, 0o644)
+	base := []string{"ci", "--environment", "env.jsonc", "--thresholds", "th.jsonc", "--tunable_values", "a.jsonc", "b.jsonc", "--no-progress"}
+	r := runBench(t, dir, append(base, "--repeat", "3", "--save-as", "il")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, "results", "--experiment", "il", "--format", "csv")
+	var order []string
+	for _, row := range csvRows(t, r.stdout) {
+		order = append(order, row["config.xv"])
+	}
+	if got := strings.Join(order, " "); got != "10 20 10 20 10 20" {
+		t.Errorf("trial order %q, want interleaved 10 20 10 20 10 20\n%s", got, r.stdout)
+	}
+	// 3 against 3 repeats: p can never be below 0.05: insufficient, exit 2.
+	r = runBench(t, dir, append(base, "--repeat", "3", "--baseline", "il")...)
+	if r.code != 2 || !strings.Contains(r.stderr, "INSUFFICIENT") || !strings.Contains(r.stderr, "a.jsonc") {
+		t.Errorf("insufficient: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, append(base, "--repeat", "3", "--baseline", "il", "--allow-insufficient")...)
+	if r.code != 0 {
+		t.Errorf("--allow-insufficient: exit %d\n%s", r.code, r.stderr)
+	}
+	// Identical values: no change, pass.
+	r = runBench(t, dir, append(base, "--repeat", "5", "--baseline", "il", "--allow-insufficient")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "b.jsonc") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	write(t, dir, "bad.jsonc", "{\"metrics\": {\"v\": {\"max_increase\": 5}}}", 0o644)
+	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "bad.jsonc", "--baseline", "il")
+	if r.code != 2 || !strings.Contains(r.stderr, "bad.jsonc:1:36: at /metrics/v/max_increase") {
+		t.Errorf("bad thresholds: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "th.jsonc", "--baseline", "nope")
+	if r.code != 2 || !strings.Contains(r.stderr, `"nope" is neither a file nor an experiment`) {
+		t.Errorf("unknown baseline: exit %d\n%s", r.code, r.stderr)
+	}
+}
