@@ -229,7 +229,7 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 
 	var base *ci.Samples
 	if f.baseline != "" {
-		if base, err = loadSamples(ctx, l, f.baseline); err != nil {
+		if base, err = loadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
 	}
@@ -468,11 +468,11 @@ func lexLess(a, b []float64) bool {
 
 // loadSamples reads one side of a comparison: an existing file is a bench
 // export file; anything else names a stored experiment.
-func loadSamples(ctx context.Context, l *configs.Launch, ref string) (*ci.Samples, error) {
+func loadSamples(ctx context.Context, loader *configs.Loader, storageSpec string, globals map[string]any, ref string) (*ci.Samples, error) {
 	if fi, err := os.Stat(ref); err == nil && !fi.IsDir() {
 		return ci.ReadFile(ref)
 	}
-	st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, true)
+	st, err := launcher.OpenStorage(ctx, loader, storageSpec, globals, true)
 	if err != nil {
 		if errors.Is(err, storage.ErrNoDatabase) {
 			return nil, fmt.Errorf("%q is neither a file nor an experiment: %w", ref, err)

@@ -164,6 +164,62 @@ func TestCIInterleavesAndChecks(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "b.jsonc") {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// bench export: a tidy CSV / JSON table, usable as a baseline.
+	r = runBench(t, dir, "export", "il", "--format", "csv", "-o", "il.csv")
+	if r.code != 0 {
+		t.Fatalf("export: exit %d\n%s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "il.csv"))
+	rows := csvRows(t, string(b))
+	if len(rows) != 6 || rows[0]["experiment_id"] != "il" || rows[0]["trial_id"] != "1" || rows[0]["status"] != "SUCCEEDED" ||
+		rows[0]["config.xv"] != "10" || rows[0]["result.v"] != "10" || rows[1]["result.v"] != "20" || rows[0]["duration_s"] == "" || rows[0]["retry_of"] != "" {
+		t.Errorf("export csv:\n%s", b)
+	}
+	r = runBench(t, dir, "export", "il", "--format", "json")
+	var recs []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) != 6 || recs[1]["config.xv"] != 20.0 || recs[1]["result.v"] != 20.0 || recs[0]["retry_of"] != nil {
+		t.Errorf("export json (%v):\n%s", err, r.stdout)
+	}
+	write(t, dir, "il.json", r.stdout, 0o644)
+	// bench compare: experiments and files, benchstat style.
+	r = runBench(t, dir, "compare", "il", "il.csv")
+	if r.code != 0 || !strings.Contains(r.stdout, "~") || !strings.Contains(r.stdout, "(p=1 n=3+3)") {
+		t.Errorf("compare: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, "compare", "il.json", "il", "--thresholds", "th.jsonc", "--format", "json")
+	if r.code != 2 || !strings.Contains(r.stdout, `"verdict": "insufficient"`) {
+		t.Errorf("compare --thresholds: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, append(base, "--repeat", "3", "--baseline", "il.json", "--allow-insufficient")...)
+	if r.code != 0 {
+		t.Errorf("ci against an exported baseline: exit %d\n%s", r.code, r.stderr)
+	}
+	// bench results: header, filters, sort.
+	r = runBench(t, dir, "results", "--experiment", "il", "--where", "xv=20", "--sort", "-trial")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Experiment il: SUCCEEDED, 6 trials (3 shown), objectives v (min)\n") {
+		t.Errorf("results header: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[3], "6 ") || !strings.HasPrefix(lines[5], "2 ") {
+		t.Errorf("results --where --sort:\n%s", r.stdout)
+	}
+	r = runBench(t, dir, "results", "--experiment", "il", "--best", "2", "--format", "csv")
+	rows = csvRows(t, r.stdout)
+	if len(rows) != 2 || rows[0]["result.v"] != "10" || !strings.Contains(r.stderr, "Experiment il: SUCCEEDED") {
+		t.Errorf("results --best 2:\n%s%s", r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, "results", "--experiment", "il", "--status", "failed", "--format", "csv")
+	if r.code != 0 || len(csvRows(t, r.stdout)) != 0 {
+		t.Errorf("results --status failed:\n%s", r.stdout)
+	}
+	r = runBench(t, dir, "results", "--experiment", "il", "--sort", "nope")
+	if r.code != 2 || !strings.Contains(r.stderr, `--sort "nope": no such column`) {
+		t.Errorf("results --sort nope: exit %d %s", r.code, r.stderr)
+	}
+	r = runBench(t, dir, "results")
+	if !strings.Contains(r.stdout, "[the most recent experiment; choose with --experiment]") {
+		t.Errorf("results without --experiment does not say which it picked:\n%s", r.stdout)
+	}
 	write(t, dir, "bad.jsonc", "{\"metrics\": {\"v\": {\"max_increase\": 5}}}", 0o644)
 	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "bad.jsonc", "--baseline", "il")
 	if r.code != 2 || !strings.Contains(r.stderr, "bad.jsonc:1:36: at /metrics/v/max_increase") {
@@ -172,5 +228,28 @@ func TestCIInterleavesAndChecks(t *testing.T) {
 	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "th.jsonc", "--baseline", "nope")
 	if r.code != 2 || !strings.Contains(r.stderr, `"nope" is neither a file nor an experiment`) {
 		t.Errorf("unknown baseline: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestResultsQueryHelpers(t *testing.T) {
+	for _, tc := range []struct {
+		stored, want string
+		same         bool
+	}{{"6", "6", true}, {"6", "6.0", true}, {"0.5", ".5", true}, {"zlib", "zlib", true}, {"zlib", "gzip", false}, {"6", "7", false}} {
+		if got := sameValue(tc.stored, tc.want); got != tc.same {
+			t.Errorf("sameValue(%q, %q) = %v", tc.stored, tc.want, got)
+		}
+	}
+	if !lessCell(textKey("9"), textKey("10")) || !lessCell(textKey("10"), textKey("a")) || !lessCell(textKey("a"), textKey("")) {
+		t.Error("numbers sort as numbers, before text, before missing")
+	}
+	var q trialQuery
+	q.where = []string{"=3"}
+	if err := q.parse(); err == nil {
+		t.Error("--where =3 accepted")
+	}
+	q = trialQuery{statuses: []string{"nope"}}
+	if err := q.parse(); err == nil {
+		t.Error("--status nope accepted")
 	}
 }

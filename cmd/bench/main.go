@@ -64,7 +64,7 @@ stores everything and repeats.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd())
 	return root
 }
 
