@@ -253,3 +253,38 @@ func TestResultsQueryHelpers(t *testing.T) {
 		t.Error("--status nope accepted")
 	}
 }
+
+// TestSortGzipCIWorkflow runs the commands of the README's CI workflow on
+// configs/examples/sort-gzip: record a baseline, export it, run bench ci
+// against the file. Wall time on a shared machine may really differ
+// between the two runs, so a regression verdict (exit 1) is accepted;
+// anything else but a pass is not.
+func TestSortGzipCIWorkflow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 10 sort-gzip trials")
+	}
+	dir := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	common := []string{"ci", "--config", filepath.Join(root, "configs/examples/sort-gzip/cli.jsonc"),
+		"--config_path", filepath.Join(root, "configs/examples"),
+		"--thresholds", filepath.Join(root, "configs/examples/sort-gzip/ci-thresholds.jsonc"), "--repeat", "5", "--no-progress"}
+	r := runBench(t, dir, append(common, "--save-as", "sort-gzip-baseline")...)
+	if r.code != 0 {
+		t.Fatalf("baseline: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runBench(t, dir, "export", "sort-gzip-baseline", "-o", "bench-baseline.csv"); r.code != 0 {
+		t.Fatalf("export: exit %d\n%s", r.code, r.stderr)
+	}
+	summary := filepath.Join(dir, "summary.md")
+	r = runBench(t, dir, append(common, "--baseline", "bench-baseline.csv", "--markdown", summary, "--junit", "junit.xml")...)
+	if r.code != 0 && r.code != 1 {
+		t.Fatalf("bench ci: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(summary)
+	if !strings.Contains(string(b), "`bench.sortgz.run.wall_s`") || !strings.Contains(string(b), "`bench.sortgz.run.cpu_user_s`") {
+		t.Errorf("summary:\n%s", b)
+	}
+	if !strings.Contains(r.stderr, `experiment "sort-gzip-ci-`) {
+		t.Errorf("the CI run is not stored as sort-gzip-ci-<time>:\n%s", r.stderr)
+	}
+}
