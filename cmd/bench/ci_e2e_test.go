@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 )
 
 // ciBenchmark writes a benchmark for bench ci: testdata/ratio, a program
@@ -286,5 +289,39 @@ func TestSortGzipCIWorkflow(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, `experiment "sort-gzip-ci-`) {
 		t.Errorf("the CI run is not stored as sort-gzip-ci-<time>:\n%s", r.stderr)
+	}
+}
+
+// TestTrueStatus: an experiment stored as RUNNING whose bench process has
+// exited shows as CANCELED (unfinished trials) or by its trials' outcome.
+func TestTrueStatus(t *testing.T) {
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	alive := exec.Command("sleep", "30")
+	if err := alive.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { alive.Process.Kill(); alive.Wait() }()
+	info := func(pid int, st trial.Status) storage.ExperimentInfo {
+		return storage.ExperimentInfo{ID: "e", DriverName: host, DriverPID: pid, Status: st}
+	}
+	for _, tc := range []struct {
+		info   storage.ExperimentInfo
+		counts map[trial.Status]int
+		want   trial.Status
+	}{
+		{info(dead.Process.Pid, trial.RUNNING), map[trial.Status]int{trial.RUNNING: 1, trial.SUCCEEDED: 2}, trial.CANCELED},
+		{info(dead.Process.Pid, trial.RUNNING), map[trial.Status]int{trial.SUCCEEDED: 2}, trial.SUCCEEDED},
+		{info(dead.Process.Pid, trial.RUNNING), map[trial.Status]int{trial.FAILED: 2}, trial.FAILED},
+		{info(alive.Process.Pid, trial.RUNNING), map[trial.Status]int{trial.RUNNING: 1}, trial.RUNNING},
+		{info(dead.Process.Pid, trial.SUCCEEDED), map[trial.Status]int{trial.SUCCEEDED: 1}, trial.SUCCEEDED},
+		{storage.ExperimentInfo{DriverName: "another-host", DriverPID: dead.Process.Pid, Status: trial.RUNNING}, map[trial.Status]int{trial.RUNNING: 1}, trial.RUNNING},
+	} {
+		if got := trueStatus(tc.info, tc.counts); got != tc.want {
+			t.Errorf("%+v %v: %s, want %s", tc.info, tc.counts, got, tc.want)
+		}
 	}
 }

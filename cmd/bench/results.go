@@ -141,10 +141,14 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 			if trials, err = q.apply(info.Objectives, trials); err != nil {
 				return exitWith(exitUsage, err)
 			}
+			stored := info.Status
 			if counts, err := exp.Counts(ctx); err == nil {
 				info.Status = trueStatus(info, counts)
 			}
 			header := resultsHeader(info, total, len(trials), sf.experiment == "")
+			if info.Status != stored {
+				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
+			}
 			switch format {
 			case "table", "markdown":
 				fmt.Fprintln(cmd.OutOrStdout(), header)
@@ -410,6 +414,9 @@ func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format 
 	if err != nil {
 		return err
 	}
+	for i := range exps {
+		exps[i].Status = trueStatus(exps[i].ExperimentInfo, exps[i].Trials)
+	}
 	if format == "json" {
 		return writeJSON(w, exps)
 	}
@@ -424,7 +431,7 @@ func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format 
 		for _, o := range e.Objectives {
 			objs = append(objs, o.Name+":"+o.Direction)
 		}
-		rows = append(rows, []string{e.ID, trueStatus(e.ExperimentInfo, e.Trials).String(), strconv.Itoa(total), strconv.Itoa(e.Trials[trial.SUCCEEDED]),
+		rows = append(rows, []string{e.ID, e.Status.String(), strconv.Itoa(total), strconv.Itoa(e.Trials[trial.SUCCEEDED]),
 			strconv.Itoa(e.Trials[trial.FAILED] + e.Trials[trial.TIMED_OUT]), e.TsStart.Local().Format(time.DateTime), strings.Join(objs, ","), e.Description})
 	}
 	return writeRows(w, format, header, rows)
