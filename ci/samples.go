@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,7 @@ func (s *Samples) Find(key string) *ConfigSamples {
 }
 
 // FromTrials groups the successful trials by configuration, in order of
-// first appearance; numeric results become samples. label names a
+// first appearance; finite numeric results become samples. label names a
 // configuration (nil: "config <id>").
 func FromTrials(name string, trials []storage.Trial, label func(t storage.Trial) string) *Samples {
 	s := &Samples{Name: name}
@@ -69,7 +70,7 @@ func FromTrials(name string, trials []storage.Trial, label func(t storage.Trial)
 		c := &s.Configs[i]
 		c.Trials++
 		for _, m := range t.Results.Names() {
-			if v, ok := t.Results.Float(m); ok {
+			if v, ok := t.Results.Float(m); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 				c.Values[m] = append(c.Values[m], v)
 			}
 		}
@@ -97,7 +98,7 @@ func ReadFile(path string) (*Samples, error) {
 	}
 	s := &Samples{Name: filepath.Base(path)}
 	idx := map[string]int{}
-	for n, row := range rows {
+	for _, row := range rows {
 		if st, ok := row["status"]; ok && !strings.EqualFold(st, trial.SUCCEEDED.String()) {
 			continue
 		}
@@ -129,12 +130,11 @@ func ReadFile(path string) (*Samples, error) {
 				continue
 			}
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue // a text result
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				continue // a text result, or no measurement
 			}
 			c.Values[m] = append(c.Values[m], f)
 		}
-		_ = n
 	}
 	if len(s.Configs) == 0 {
 		return nil, fmt.Errorf("%s: no SUCCEEDED trial (is it a bench export file?)", path)
