@@ -167,6 +167,12 @@ func TestCIInterleavesAndChecks(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "b.jsonc") {
 		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// --best-of: the best configuration of a stored experiment (v is
+	// minimized: xv=10), compared with that configuration's baseline trials.
+	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "th.jsonc", "--best-of", "il", "--repeat", "5", "--baseline", "il", "--no-progress")
+	if r.code != 0 || !strings.Contains(r.stdout, "best of il (trial 1)") || !strings.Contains(r.stdout, "(p=1 n=3+5)") {
+		t.Errorf("--best-of: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// bench export: a tidy CSV / JSON table, usable as a baseline.
 	r = runBench(t, dir, "export", "il", "--format", "csv", "-o", "il.csv")
 	if r.code != 0 {
