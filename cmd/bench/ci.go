@@ -6,21 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
-	"github.com/benchtune/bench/launcher"
-	"github.com/benchtune/bench/optimizers"
-	"github.com/benchtune/bench/schedulers"
-	"github.com/benchtune/bench/storage"
-	"github.com/benchtune/bench/trial"
-	"github.com/benchtune/bench/tunables"
 )
 
 // ciFlags are bench ci's own options; the others are bench run's.
@@ -155,12 +147,6 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 	return f, rest, nil
 }
 
-// ciEntry is one configuration of the set.
-type ciEntry struct {
-	label  string
-	values map[string]any // {}: the defaults
-}
-
 func runCI(stdout, stderr io.Writer, argv []string) error {
 	for _, a := range argv {
 		if a == "-h" || a == "--help" {
@@ -198,70 +184,18 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 
-	// The set: tunable values files, the best of an experiment, or the
-	// defaults. The files become members of the set, not initial values.
-	var set []ciEntry
-	for _, file := range l.TunableValues {
-		doc, err := l.Loader.Load(file, configs.KindTunableValues)
-		if err != nil {
-			return exitWith(exitUsage, err)
-		}
-		vals, err := tunables.ParseValues(doc.At())
-		if err != nil {
-			return exitWith(exitUsage, err)
-		}
-		if vals == nil {
-			vals = map[string]any{}
-		}
-		set = append(set, ciEntry{label: filepath.Base(file), values: vals})
+	set, err := ci.BuildSet(ctx, l, f.bestOf)
+	if err != nil {
+		return exitWith(exitUsage, err)
 	}
-	l.TunableValues = nil
-	if f.bestOf != "" {
-		e, err := bestOf(ctx, l, f.bestOf)
-		if err != nil {
-			return exitWith(exitUsage, err)
-		}
-		set = append(set, e)
-	}
-	if len(set) == 0 {
-		set = append(set, ciEntry{label: "defaults", values: map[string]any{}})
-	}
-
 	var base *ci.Samples
 	if f.baseline != "" {
-		if base, err = loadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
+		if base, err = ci.LoadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
 	}
-
-	stamp := time.Now().UTC().Format("20060102T150405.000Z")
-	var ciID string
-	hashes := map[string]string{}
 	prog := newProgress(stderr, !args.NoProgress)
-	r, err := launcher.Build(ctx, l, launcher.Options{
-		Observer: prog,
-		AdjustScheduler: func(cfg *schedulers.Config) {
-			baseID := cfg.ExperimentID
-			if _, ok := l.Globals["experiment_id"]; !ok && baseID == "DEFAULT_EXPERIMENT_ID" {
-				env := filepath.Base(l.Environment)
-				baseID = strings.TrimSuffix(env, filepath.Ext(env))
-			}
-			ciID = baseID + "-ci-" + stamp
-			if f.saveAs != "" {
-				ciID = f.saveAs
-			}
-			cfg.ExperimentID = ciID
-			l.Globals["experiment_id"] = ciID
-			// Every repeat runs: no result is reused, one trial per
-			// suggestion, and the optimizer's budget is the limit.
-			cfg.Reuse, cfg.ReuseFrom = false, ""
-			cfg.TrialConfigRepeatCount = 1
-			cfg.MaxTrials = len(set) * f.repeat
-		},
-		Optimizer: func(r *launcher.Run, configured optimizers.Optimizer) (optimizers.Optimizer, error) {
-			return ciOptimizer(r, configured, set, f.repeat, hashes, th)
-		},
-	})
+	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -269,9 +203,6 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		return exitWith(exitUsage, err)
 	}
 	defer r.Close()
-	if r.Resumed {
-		return exitWith(exitUsage, fmt.Errorf("experiment %q already exists in %s: --save-as needs a new name", r.ExperimentID, r.Storage.Describe()))
-	}
 	fmt.Fprintf(stderr, "bench ci: experiment %q in %s: %d configuration(s) × %d repeats, interleaved\n", r.ExperimentID, r.Storage.Describe(), len(set), f.repeat)
 	prog.begin(r.Scheduler.Stats().Planned, r.Optimizer.Targets())
 	runErr := r.Scheduler.Start(ctx)
@@ -279,36 +210,15 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	if ctx.Err() != nil {
 		return exitWith(exitInterrupted, errors.New("interrupted"))
 	}
-	sctx := context.WithoutCancel(ctx)
-	trials, err := r.Experiment.Trials(sctx, storage.TrialFilter{})
+	cur, total, failed, err := r.Samples(context.WithoutCancel(ctx))
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	failed := 0
-	for _, t := range trials {
-		if t.Status != trial.SUCCEEDED {
-			failed++
-		}
-	}
 	if failed > 0 {
-		fmt.Fprintf(stderr, "bench ci: warning: %d of %d trials did not succeed; only successful trials are compared\n", failed, len(trials))
+		fmt.Fprintf(stderr, "bench ci: warning: %d of %d trials did not succeed; only successful trials are compared\n", failed, total)
 	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "bench ci: warning: %v\n", runErr)
-	}
-	cur := ci.FromTrials(r.ExperimentID, trials, func(t storage.Trial) string {
-		if l, ok := hashes[t.ConfigHash]; ok {
-			return l
-		}
-		return "config " + strconv.FormatInt(t.ConfigID, 10)
-	})
-	// A configuration with no successful trial still gets its rows.
-	for _, e := range set {
-		for h, lbl := range hashes {
-			if lbl == e.label && cur.Find(h) == nil {
-				cur.Configs = append(cur.Configs, ci.ConfigSamples{Key: h, Label: lbl, Values: map[string][]float64{}})
-			}
-		}
 	}
 	if base == nil {
 		// No baseline: record the run (e.g. the baseline of later runs).
@@ -371,129 +281,4 @@ func finishReport(stdout, stderr io.Writer, rep *ci.Report, f ciFlags, title str
 		return exitWith(exitUsage, errors.New("too few samples to decide (raise --repeat, or pass --allow-insufficient)"))
 	}
 	return nil
-}
-
-// ciOptimizer replays the set, cycling through it repeat times
-// (mlos_bench's ManualOptimizer with max_cycles), with the configured
-// optimizer's targets (or, with none configured, the thresholded
-// metrics). It records each configuration's hash → label.
-func ciOptimizer(r *launcher.Run, configured optimizers.Optimizer, set []ciEntry, repeat int, hashes map[string]string, th *ci.Thresholds) (optimizers.Optimizer, error) {
-	cycle := make([]any, len(set))
-	for i, e := range set {
-		cycle[i] = e.values
-		tun := r.Tunables.Copy()
-		if err := tun.Assign(e.values); err != nil {
-			return nil, fmt.Errorf("%s: %w", e.label, err)
-		}
-		if _, dup := hashes[tun.Hash()]; !dup {
-			hashes[tun.Hash()] = e.label
-		}
-	}
-	targets := map[string]any{}
-	for _, t := range configured.Targets() {
-		targets[t.Name] = t.Direction()
-	}
-	if _, set := r.Launch.Globals["optimization_targets"]; r.Launch.Optimizer == "" && !set {
-		// No optimizer and no targets configured: the thresholded
-		// metrics are the targets (a trial missing one fails), so that an
-		// environment without a "score" result works as it is.
-		targets = map[string]any{}
-		for _, rule := range th.Metrics {
-			dir := "min"
-			if rule.MaxIncrease == nil {
-				dir = "max"
-			}
-			targets[rule.Metric] = dir
-		}
-	}
-	return optimizers.New(optimizers.Spec{
-		Class: "mlos_bench.optimizers.ManualOptimizer",
-		Config: map[string]any{
-			"tunable_values_cycle": cycle,
-			"max_cycles":           int64(repeat),
-			"max_suggestions":      int64(repeat * len(set)),
-			"optimization_targets": targets,
-		},
-		Tunables: r.Tunables,
-		Globals:  r.Launch.Globals,
-	})
-}
-
-// bestOf returns the best configuration of a stored experiment (by its
-// first objective, then the others).
-func bestOf(ctx context.Context, l *configs.Launch, id string) (ciEntry, error) {
-	st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, true)
-	if err != nil {
-		return ciEntry{}, fmt.Errorf("--best-of: %w", err)
-	}
-	defer st.Close()
-	exp, err := st.LoadExperiment(ctx, id)
-	if err != nil {
-		return ciEntry{}, fmt.Errorf("--best-of %q: %w", id, err)
-	}
-	trials, err := exp.Trials(ctx, storage.TrialFilter{Statuses: []trial.Status{trial.SUCCEEDED}})
-	if err != nil {
-		return ciEntry{}, err
-	}
-	targets := storage.Targets(exp.Info().Objectives)
-	var best *storage.Trial
-	var bestScores []float64
-	for i := range trials {
-		sc, err := targets.Scores(trials[i].Status, trials[i].Results)
-		if err != nil {
-			continue
-		}
-		if best == nil || lexLess(sc, bestScores) {
-			best, bestScores = &trials[i], sc
-		}
-	}
-	if best == nil {
-		return ciEntry{}, fmt.Errorf("--best-of %q: no successful trial with values for its objectives", id)
-	}
-	vals := make(map[string]any, len(best.Params))
-	for k, v := range best.Params {
-		vals[k] = v
-	}
-	return ciEntry{label: fmt.Sprintf("best of %s (trial %d)", id, best.ID), values: vals}, nil
-}
-
-func lexLess(a, b []float64) bool {
-	for i := range a {
-		if i >= len(b) || a[i] != b[i] {
-			return i < len(b) && a[i] < b[i]
-		}
-	}
-	return false
-}
-
-// loadSamples reads one side of a comparison: an existing file is a bench
-// export file; anything else names a stored experiment.
-func loadSamples(ctx context.Context, loader *configs.Loader, storageSpec string, globals map[string]any, ref string) (*ci.Samples, error) {
-	if fi, err := os.Stat(ref); err == nil && !fi.IsDir() {
-		return ci.ReadFile(ref)
-	}
-	st, err := launcher.OpenStorage(ctx, loader, storageSpec, globals, true)
-	if err != nil {
-		if errors.Is(err, storage.ErrNoDatabase) {
-			return nil, fmt.Errorf("%q is neither a file nor an experiment: %w", ref, err)
-		}
-		return nil, err
-	}
-	defer st.Close()
-	exp, err := st.LoadExperiment(ctx, ref)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, fmt.Errorf("%q is neither a file nor an experiment in %s", ref, st.Describe())
-		}
-		return nil, err
-	}
-	trials, err := exp.Trials(ctx, storage.TrialFilter{})
-	if err != nil {
-		return nil, err
-	}
-	s := ci.FromTrials(ref, trials, nil)
-	if len(s.Configs) == 0 {
-		return nil, fmt.Errorf("experiment %q has no successful trial", ref)
-	}
-	return s, nil
 }

@@ -54,11 +54,11 @@ regression, 2 error, missing data or too few samples (unless
 				}
 				alpha = f.alpha
 			}
-			a, err := loadSamples(ctx, l.Loader, sf.storage, l.Globals, args[0])
+			a, err := ci.LoadSamples(ctx, l.Loader, sf.storage, l.Globals, args[0])
 			if err != nil {
 				return exitWith(exitUsage, err)
 			}
-			b, err := loadSamples(ctx, l.Loader, sf.storage, l.Globals, args[1])
+			b, err := ci.LoadSamples(ctx, l.Loader, sf.storage, l.Globals, args[1])
 			if err != nil {
 				return exitWith(exitUsage, err)
 			}

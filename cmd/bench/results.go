@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/storage"
@@ -311,7 +312,7 @@ func (q *trialQuery) apply(objs []storage.Objective, trials []storage.Trial) ([]
 				cands = append(cands, scored{t, sc})
 			}
 		}
-		sort.SliceStable(cands, func(i, j int) bool { return lexLess(cands[i].sc, cands[j].sc) })
+		sort.SliceStable(cands, func(i, j int) bool { return ci.LexLess(cands[i].sc, cands[j].sc) })
 		out = out[:0:0]
 		for i := 0; i < len(cands) && i < q.best; i++ {
 			out = append(out, cands[i].t)
