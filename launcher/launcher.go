@@ -77,6 +77,14 @@ type Options struct {
 	Stdin         io.Reader
 	StdinTerminal bool
 	Stderr        io.Writer
+	// Optimizer, when set, replaces the optimizer built from the configs;
+	// it gets that one (for its targets). bench ci uses it to replay a
+	// fixed set of configurations.
+	Optimizer func(r *Run, configured optimizers.Optimizer) (optimizers.Optimizer, error)
+	// AdjustScheduler, when set, changes the scheduler config before the
+	// scheduler is built (bench ci: no reuse of stored results, one trial
+	// per suggestion).
+	AdjustScheduler func(cfg *schedulers.Config)
 }
 
 // localExecClass is the parent service of every stack (mlos_bench puts a
@@ -117,6 +125,9 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	if err != nil {
 		return nil, err
 	}
+	if o.AdjustScheduler != nil {
+		o.AdjustScheduler(&schedCfg)
+	}
 	r.SchedulerConfig = schedCfg
 	localRunners := schedCfg.NumTrialRunners
 	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive {
@@ -143,6 +154,11 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	}
 	if r.Optimizer, err = r.buildOptimizer(); err != nil {
 		return nil, err
+	}
+	if o.Optimizer != nil {
+		if r.Optimizer, err = o.Optimizer(r, r.Optimizer); err != nil {
+			return nil, err
+		}
 	}
 	if l.Globals["experiment_id"] == nil && !r.schedulerHasID {
 		schedCfg.ExperimentID = defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv)

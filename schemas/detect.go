@@ -144,8 +144,25 @@ func kindFromFileName(file string) (Kind, bool) {
 		return TunableParams, true
 	case slices.Contains(words, "globals") || slices.Contains(words, "global") || strings.HasPrefix(name, "experiment"):
 		return Globals, true
+	case slices.Contains(words, "thresholds"):
+		return Thresholds, true
 	}
 	return "", false
+}
+
+// isThresholds recognizes a bench ci thresholds file: a "metrics" object
+// whose members are objects holding max_increase or max_decrease.
+func isThresholds(root *json5.Node) bool {
+	m := root.Get("metrics")
+	if m == nil || m.Kind != json5.Object || len(m.Members) == 0 {
+		return false
+	}
+	for _, e := range m.Members {
+		if e.Value.Kind != json5.Object || (e.Value.Get("max_increase") == nil && e.Value.Get("max_decrease") == nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // cliOnlyKeys appear in CLI configs and are not plausible globals.
@@ -166,6 +183,9 @@ func strongStructure(root *json5.Node) (Kind, bool) {
 			}
 		}
 		return Unified, true
+	}
+	if isThresholds(root) {
+		return Thresholds, true
 	}
 	for _, m := range root.Members {
 		if v := m.Value; v.Kind == json5.Object && (v.Get("params") != nil || v.Get("cost") != nil) {

@@ -44,8 +44,10 @@ const (
 	TunableParams Kind = "tunable-params"
 	TunableValues Kind = "tunable-values"
 	// Engine is bench's own: an execution engine config.
-	Engine  Kind = "engine"
-	Unified Kind = "unified"
+	Engine Kind = "engine"
+	// Thresholds is bench's own: the limits of bench ci (docs/ci.md).
+	Thresholds Kind = "ci-thresholds"
+	Unified    Kind = "unified"
 )
 
 // rootFiles maps each kind to its root schema file, relative to FS().
@@ -60,12 +62,13 @@ var rootFiles = map[Kind]string{
 	TunableParams: "tunables/tunable-params-schema.json",
 	TunableValues: "tunables/tunable-values-schema.json",
 	Engine:        "engines/engine-schema.json",
+	Thresholds:    "ci/thresholds-schema.json",
 	Unified:       "mlos-bench-config-schema.json",
 }
 
 // Kinds returns every kind, Unified last.
 func Kinds() []Kind {
-	return []Kind{CLI, Globals, Environment, Service, Optimizer, Scheduler, Storage, TunableParams, TunableValues, Engine, Unified}
+	return []Kind{CLI, Globals, Environment, Service, Optimizer, Scheduler, Storage, TunableParams, TunableValues, Engine, Thresholds, Unified}
 }
 
 // SchemaPath returns the path of the kind's root schema file inside FS() (and

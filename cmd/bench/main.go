@@ -6,6 +6,9 @@
 //	bench validate [--kind K] PATH... check configs
 //	bench results [--experiment ID]   show an experiment's trials
 //	bench show TRIAL                  show one trial in detail
+//	bench ci --config F --thresholds T run a fixed set N times and fail on regressions
+//	bench compare A B                 compare two experiments or exported files
+//	bench export EXPERIMENT           write an experiment's trials as one tidy table
 //	bench worker --experiment ID      run trials of an experiment another process drives
 //	bench stop EXPERIMENT [TRIAL]     stop a running experiment or trial
 //	bench submit EXPERIMENT TRIAL ... store the result of a trial run by hand
@@ -65,7 +68,7 @@ stores everything and repeats.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd())
 	return root
 }
 

@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"github.com/benchtune/bench/trial"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/storage"
@@ -94,20 +97,33 @@ func newResultsCmd() *cobra.Command {
 	var sf storageFlags
 	var format string
 	var list, front bool
+	var q trialQuery
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Show an experiment's trials with their parameters and results",
 		Long: `Show the trials of an experiment: id, status, the tunable values (config.*)
-and the results (result.*), as a table, CSV, JSON or Markdown. With --list,
-show the experiments in the storage instead. With --pareto, show only the
-successful trials on the Pareto front of the experiment's objectives (the
-trials no other trial beats on every objective).`,
+and the results (result.*), as a table, CSV, JSON or Markdown. A header
+names the experiment and its status (on stderr for CSV, in the document
+for JSON). With --list, show the experiments in the storage instead. With
+--pareto, show only the successful trials on the Pareto front of the
+experiment's objectives (the trials no other trial beats on every
+objective).
+
+Filters: --status keeps trials in the given statuses; --where NAME=VALUE
+keeps trials whose tunable NAME (or result NAME) has that value (numbers
+compare as numbers; repeatable, all must hold); --best N keeps the N best
+successful trials by the objectives, best first. --sort COLUMN orders by a
+column of the table (trial, status, config, config.NAME, result.NAME,
+duration; a leading - sorts descending; numbers sort as numbers).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch format {
 			case "table", "csv", "json", "markdown":
 			default:
 				return exitWith(exitUsage, fmt.Errorf("--format must be table, csv, json or markdown, got %q", format))
+			}
+			if err := q.parse(); err != nil {
+				return exitWith(exitUsage, err)
 			}
 			ctx := cmd.Context()
 			if list {
@@ -122,17 +138,270 @@ trials no other trial beats on every objective).`,
 			if err != nil {
 				return err
 			}
+			total := len(trials)
+			info := exp.Info()
 			if front {
-				trials = paretoTrials(exp.Info().Objectives, trials)
+				trials = paretoTrials(info.Objectives, trials)
 			}
-			return writeTrials(cmd.OutOrStdout(), exp.Info(), trials, format)
+			if trials, err = q.apply(info.Objectives, trials); err != nil {
+				return exitWith(exitUsage, err)
+			}
+			stored := info.Status
+			if counts, err := exp.Counts(ctx); err == nil {
+				info.Status = trueStatus(info, counts)
+			}
+			header := resultsHeader(info, total, len(trials), sf.experiment == "")
+			if info.Status != stored {
+				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
+			}
+			switch format {
+			case "table", "markdown":
+				fmt.Fprintln(cmd.OutOrStdout(), header)
+				fmt.Fprintln(cmd.OutOrStdout())
+			case "csv":
+				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+header)
+			}
+			return writeTrials(cmd.OutOrStdout(), info, trials, format)
 		},
 	}
 	sf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "table", "table, csv, json or markdown")
 	cmd.Flags().BoolVar(&list, "list", false, "list the experiments instead")
 	cmd.Flags().BoolVar(&front, "pareto", false, "only the trials on the Pareto front of the objectives")
+	cmd.Flags().StringSliceVar(&q.statuses, "status", nil, "only trials in these statuses (e.g. SUCCEEDED,FAILED)")
+	cmd.Flags().IntVar(&q.best, "best", 0, "only the N best successful trials by the objectives, best first")
+	cmd.Flags().StringArrayVar(&q.where, "where", nil, "only trials whose tunable (or result) NAME=VALUE (repeatable)")
+	cmd.Flags().StringVar(&q.sort, "sort", "", "sort by this column (e.g. result.score, config.level, duration; -COLUMN: descending)")
 	return cmd
+}
+
+// resultsHeader names the experiment (and says it was picked when no
+// --experiment was given).
+func resultsHeader(info storage.ExperimentInfo, total, shown int, picked bool) string {
+	var objs []string
+	for _, o := range info.Objectives {
+		objs = append(objs, o.Name+" ("+o.Direction+")")
+	}
+	h := fmt.Sprintf("Experiment %s: %s, %d trials", info.ID, info.Status, total)
+	if shown != total {
+		h += fmt.Sprintf(" (%d shown)", shown)
+	}
+	if len(objs) > 0 {
+		h += ", objectives " + strings.Join(objs, ", ")
+	}
+	if picked {
+		h += " [the most recent experiment; choose with --experiment]"
+	}
+	return h
+}
+
+// trueStatus is the status to show: the stored one, except that an
+// experiment still marked PENDING, READY or RUNNING whose driver process
+// is gone (on this host) is shown as CANCELED when it has unfinished
+// trials, or as SUCCEEDED / FAILED from its trials when it has none.
+func trueStatus(info storage.ExperimentInfo, counts map[trial.Status]int) trial.Status {
+	st := info.Status
+	if st.IsCompleted() || !driverGone(info) {
+		return st
+	}
+	unfinished := counts[trial.PENDING] + counts[trial.READY] + counts[trial.RUNNING]
+	switch {
+	case unfinished > 0:
+		return trial.CANCELED
+	case counts[trial.SUCCEEDED] > 0:
+		return trial.SUCCEEDED
+	case counts[trial.FAILED]+counts[trial.TIMED_OUT] > 0:
+		return trial.FAILED
+	}
+	return st
+}
+
+// driverGone reports whether the experiment's last driver ran on this
+// host and its process no longer exists.
+func driverGone(info storage.ExperimentInfo) bool {
+	host, err := os.Hostname()
+	if err != nil || info.DriverName == "" || info.DriverName != host || info.DriverPID <= 0 {
+		return false
+	}
+	if info.DriverPID == os.Getpid() {
+		return false
+	}
+	err = syscall.Kill(info.DriverPID, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// trialQuery is bench results' filters and sort order.
+type trialQuery struct {
+	statuses []string
+	best     int
+	where    []string
+	sort     string
+
+	wantStatus map[trial.Status]bool
+	conds      [][2]string
+}
+
+func (q *trialQuery) parse() error {
+	if q.best < 0 {
+		return fmt.Errorf("--best must be >= 1, got %d", q.best)
+	}
+	for _, s := range q.statuses {
+		st, err := trial.ParseStatus(s)
+		if err != nil {
+			return fmt.Errorf("--status %q: %w", s, err)
+		}
+		if q.wantStatus == nil {
+			q.wantStatus = map[trial.Status]bool{}
+		}
+		q.wantStatus[st] = true
+	}
+	for _, w := range q.where {
+		name, val, ok := strings.Cut(w, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return fmt.Errorf("--where %q: want NAME=VALUE, e.g. --where level=6", w)
+		}
+		q.conds = append(q.conds, [2]string{name, strings.TrimSpace(val)})
+	}
+	return nil
+}
+
+// sameValue compares a stored value with a --where value: as numbers when
+// both are numbers, else as text.
+func sameValue(stored, want string) bool {
+	if stored == want {
+		return true
+	}
+	a, err1 := strconv.ParseFloat(stored, 64)
+	b, err2 := strconv.ParseFloat(want, 64)
+	return err1 == nil && err2 == nil && a == b
+}
+
+func (q *trialQuery) apply(objs []storage.Objective, trials []storage.Trial) ([]storage.Trial, error) {
+	var out []storage.Trial
+	for _, t := range trials {
+		if q.wantStatus != nil && !q.wantStatus[t.Status] {
+			continue
+		}
+		ok := true
+		for _, c := range q.conds {
+			v, has := t.Params[strings.TrimPrefix(c[0], "config.")]
+			if !has {
+				v, has = t.Results.Text(strings.TrimPrefix(c[0], "result.")), t.Results[strings.TrimPrefix(c[0], "result.")] != nil
+			}
+			if !has || !sameValue(v, c[1]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	if q.best > 0 {
+		if len(objs) == 0 {
+			return nil, errors.New("--best: the experiment has no objectives")
+		}
+		targets := storage.Targets(objs)
+		type scored struct {
+			t  storage.Trial
+			sc []float64
+		}
+		var cands []scored
+		for _, t := range out {
+			if t.Status != trial.SUCCEEDED {
+				continue
+			}
+			if sc, err := targets.Scores(t.Status, t.Results); err == nil {
+				cands = append(cands, scored{t, sc})
+			}
+		}
+		sort.SliceStable(cands, func(i, j int) bool { return ci.LexLess(cands[i].sc, cands[j].sc) })
+		out = out[:0:0]
+		for i := 0; i < len(cands) && i < q.best; i++ {
+			out = append(out, cands[i].t)
+		}
+	}
+	if q.sort != "" {
+		col, desc := strings.CutPrefix(q.sort, "-")
+		key, err := sortKey(col, trials)
+		if err != nil {
+			return nil, err
+		}
+		sort.SliceStable(out, func(i, j int) bool {
+			a, b := key(out[i]), key(out[j])
+			if desc {
+				return lessCell(b, a)
+			}
+			return lessCell(a, b)
+		})
+	}
+	return out, nil
+}
+
+// cellKey is a sortable cell: numbers before text, missing last.
+type cellKey struct {
+	missing bool
+	isNum   bool
+	num     float64
+	text    string
+}
+
+func lessCell(a, b cellKey) bool {
+	switch {
+	case a.missing != b.missing:
+		return b.missing
+	case a.isNum != b.isNum:
+		return a.isNum
+	case a.isNum:
+		return a.num < b.num
+	}
+	return a.text < b.text
+}
+
+func textKey(s string) cellKey {
+	if s == "" {
+		return cellKey{missing: true}
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return cellKey{isNum: true, num: f}
+	}
+	return cellKey{text: s}
+}
+
+// sortKey returns the sort key of a column of the results table.
+func sortKey(col string, trials []storage.Trial) (func(storage.Trial) cellKey, error) {
+	switch col {
+	case "trial", "trial_id":
+		return func(t storage.Trial) cellKey { return cellKey{isNum: true, num: float64(t.ID)} }, nil
+	case "status":
+		return func(t storage.Trial) cellKey { return cellKey{text: t.Status.String()} }, nil
+	case "config", "config_id":
+		return func(t storage.Trial) cellKey { return cellKey{isNum: true, num: float64(t.ConfigID)} }, nil
+	case "duration", "duration_s":
+		return func(t storage.Trial) cellKey {
+			if !t.Finished() {
+				return cellKey{missing: true}
+			}
+			return cellKey{isNum: true, num: t.TsEnd.Sub(t.TsStart).Seconds()}
+		}, nil
+	}
+	if p, ok := strings.CutPrefix(col, "config."); ok {
+		return func(t storage.Trial) cellKey { return textKey(t.Params[p]) }, nil
+	}
+	if m, ok := strings.CutPrefix(col, "result."); ok {
+		return func(t storage.Trial) cellKey { return textKey(t.Results.Text(m)) }, nil
+	}
+	// A bare name: a tunable, else a result.
+	for _, t := range trials {
+		if _, ok := t.Params[col]; ok {
+			return sortKey("config."+col, trials)
+		}
+		if _, ok := t.Results[col]; ok {
+			return sortKey("result."+col, trials)
+		}
+	}
+	return nil, fmt.Errorf("--sort %q: no such column (use trial, status, config, duration, config.NAME or result.NAME)", col)
 }
 
 func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format string) error {
@@ -149,6 +418,9 @@ func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format 
 	exps, err := st.Experiments(ctx)
 	if err != nil {
 		return err
+	}
+	for i := range exps {
+		exps[i].Status = trueStatus(exps[i].ExperimentInfo, exps[i].Trials)
 	}
 	if format == "json" {
 		return writeJSON(w, exps)

@@ -1,0 +1,98 @@
+package ci
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/benchtune/bench/storage"
+	_ "github.com/benchtune/bench/storage/sql"
+	"github.com/benchtune/bench/trial"
+)
+
+// TestExportTable stores two trials with results and telemetry in a real
+// SQLite file and checks the tidy table: one row per trial, typed cells,
+// telemetry summaries, empty (CSV) or null (JSON) where a value is missing.
+func TestExportTable(t *testing.T) {
+	ctx := context.Background()
+	cfg := storage.DefaultConfig()
+	cfg.Database = filepath.Join(t.TempDir(), "bench.sqlite")
+	st, err := storage.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exp, _, err := st.Experiment(ctx, storage.ExperimentInfo{ID: "x", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, p := range []map[string]string{{"level": "6", "fmt": "zlib"}, {"level": "1", "fmt": "gzip"}} {
+		tr, err := exp.NewTrial(ctx, storage.TrialSpec{Params: p, TsStart: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := storage.TrialOutcome{Status: trial.SUCCEEDED, Ts: t0.Add(1500 * time.Millisecond), Results: map[string]any{"score": 2.5 + float64(i), "note": "ok"}}
+		if i == 0 {
+			out.Telemetry = []storage.Telemetry{{Ts: t0, Metric: "cpu", Value: 1.0}, {Ts: t0.Add(time.Second), Metric: "cpu", Value: 3.0}, {Ts: t0, Metric: "state", Value: "warm"}}
+		} else {
+			out = storage.TrialOutcome{Status: trial.FAILED, Ts: t0.Add(time.Second), FailureReason: "exit 1"}
+		}
+		if err := exp.Finish(ctx, tr.ID, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trials, err := exp.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := ExportTable(ctx, exp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cbuf, jbuf bytes.Buffer
+	if err := tb.WriteCSV(&cbuf); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&cbuf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]map[string]string, 0, 2)
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = r[i]
+		}
+		rows = append(rows, m)
+	}
+	want0 := map[string]string{"experiment_id": "x", "trial_id": "1", "status": "SUCCEEDED", "config.level": "6", "config.fmt": "zlib",
+		"result.score": "2.5", "result.note": "ok", "ts_start": "2026-01-02T03:04:05Z", "duration_s": "1.5",
+		"telemetry.cpu.mean": "2", "telemetry.cpu.min": "1", "telemetry.cpu.max": "3", "failure_reason": "", "retry_of": ""}
+	for k, v := range want0 {
+		if rows[0][k] != v {
+			t.Errorf("row 1 %s = %q, want %q", k, rows[0][k], v)
+		}
+	}
+	if rows[1]["status"] != "FAILED" || rows[1]["failure_reason"] != "exit 1" || rows[1]["result.score"] != "" || rows[1]["telemetry.cpu.mean"] != "" {
+		t.Errorf("row 2: %v", rows[1])
+	}
+	if _, ok := rows[0]["telemetry.state.mean"]; ok {
+		t.Error("a text telemetry metric got numeric summaries")
+	}
+	if err := tb.WriteJSON(&jbuf); err != nil {
+		t.Fatal(err)
+	}
+	var js []map[string]any
+	if err := json.Unmarshal(jbuf.Bytes(), &js); err != nil {
+		t.Fatalf("%v\n%s", err, jbuf.String())
+	}
+	if len(js) != 2 || js[0]["config.level"] != 6.0 || js[0]["config.fmt"] != "zlib" || js[0]["telemetry.cpu.mean"] != 2.0 ||
+		js[1]["result.score"] != nil || len(js[1]) != len(tb.Columns) {
+		t.Errorf("json: %v", js)
+	}
+}

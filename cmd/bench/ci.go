@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchtune/bench/ci"
+	"github.com/benchtune/bench/configs"
+)
+
+// ciFlags are bench ci's own options; the others are bench run's.
+type ciFlags struct {
+	repeat            int
+	baseline          string
+	thresholds        string
+	bestOf            string
+	markdown          string
+	junit             string
+	json              string
+	alpha             float64
+	allowInsufficient bool
+	saveAs            string
+}
+
+func newCICmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                "ci --config FILE --baseline EXPERIMENT|FILE --thresholds FILE [options]",
+		Short:              "Run a fixed set of configurations N times, interleaved, and fail on regressions against a baseline",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCI(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+		},
+	}
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(c.OutOrStdout(), ciHelp) })
+	return cmd
+}
+
+const ciHelp = `Usage: bench ci --config FILE --baseline EXPERIMENT|FILE --thresholds FILE [options] [bench run options]
+
+Run a fixed set of configurations --repeat times, interleaved (A B C A B C
+...), store the run as its own experiment (<experiment_id>-ci-<UTC time, ms>),
+and compare each thresholded metric of each configuration with the
+baseline: a two-sided Mann–Whitney U test says whether the change is real
+(p < alpha), and a regression is a real change of the median beyond the
+threshold in the bad direction. See docs/ci.md.
+
+The set of configurations: each --tunable_values FILE; --best-of
+EXPERIMENT adds the best configuration of a stored experiment; with
+neither, the defaults.
+
+Options:
+  --repeat N               runs of each configuration (default 5; at least 4 or 5
+                           per side are needed for p < 0.05 to be reachable)
+  --baseline REF           a stored experiment id, or a bench export file (.csv, .json);
+                           without it, the run is only recorded (exit 0): a baseline
+  --thresholds FILE        the thresholds file (JSON5), e.g.
+                           {"metrics": {"latency_p50": {"max_increase": "5%"},
+                                        "throughput": {"max_decrease": "0%"}}}
+  --save-as NAME           store the run as experiment NAME (new) instead of
+                           <experiment_id>-ci-<UTC time, ms>
+  --best-of EXPERIMENT     add the best configuration of a stored experiment
+  --alpha A                significance level (default: the thresholds file's, or 0.05)
+  --markdown FILE          write a Markdown summary (e.g. "$GITHUB_STEP_SUMMARY"; appended)
+  --junit FILE             write JUnit XML, one test case per metric and configuration
+  --json FILE              write the comparison as JSON
+  --allow-insufficient     too few samples to decide passes (with a warning)
+                           instead of exiting 2
+
+Every other option is bench run's (--config, --environment, --tunable_values,
+--storage, --globals, --NAME VALUE ...).
+
+Output: the comparison table on stdout, a verdict per metric and
+configuration on stderr.
+Exit codes: 0 pass; 1 regression; 2 error, invalid config, missing data, or
+too few samples to decide (unless --allow-insufficient); 130 interrupted.
+`
+
+// splitCIArgs takes bench ci's own options out of argv.
+func splitCIArgs(argv []string) (ciFlags, []string, error) {
+	f := ciFlags{repeat: 5}
+	var rest []string
+	for i := 0; i < len(argv); i++ {
+		arg := argv[i]
+		name, val, hasVal := strings.Cut(arg, "=")
+		key := strings.ReplaceAll(strings.TrimLeft(name, "-"), "_", "-")
+		if !strings.HasPrefix(name, "--") {
+			rest = append(rest, arg)
+			continue
+		}
+		next := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(argv) {
+				return "", &configs.UsageError{Msg: "--" + key + " needs a value"}
+			}
+			i++
+			return argv[i], nil
+		}
+		var err error
+		var s string
+		switch key {
+		case "repeat":
+			if s, err = next(); err == nil {
+				f.repeat, err = strconv.Atoi(s)
+				if err != nil || f.repeat < 1 {
+					err = &configs.UsageError{Msg: fmt.Sprintf("--repeat must be an integer >= 1, got %q", s)}
+				}
+			}
+		case "baseline":
+			f.baseline, err = next()
+		case "thresholds":
+			f.thresholds, err = next()
+		case "best-of":
+			f.bestOf, err = next()
+		case "markdown":
+			f.markdown, err = next()
+		case "junit":
+			f.junit, err = next()
+		case "json":
+			f.json, err = next()
+		case "alpha":
+			if s, err = next(); err == nil {
+				f.alpha, err = strconv.ParseFloat(s, 64)
+				if err != nil || !(f.alpha > 0 && f.alpha < 1) {
+					err = &configs.UsageError{Msg: fmt.Sprintf("--alpha must be a number between 0 and 1, got %q", s)}
+				}
+			}
+		case "save-as":
+			f.saveAs, err = next()
+		case "allow-insufficient":
+			f.allowInsufficient = true
+		default:
+			rest = append(rest, arg)
+		}
+		if err != nil {
+			return f, nil, err
+		}
+	}
+	return f, rest, nil
+}
+
+func runCI(stdout, stderr io.Writer, argv []string) error {
+	for _, a := range argv {
+		if a == "-h" || a == "--help" {
+			fmt.Fprint(stdout, ciHelp)
+			return nil
+		}
+	}
+	f, rest, err := splitCIArgs(argv)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if f.thresholds == "" {
+		return exitWith(exitUsage, errors.New("bench ci needs --thresholds FILE (see bench ci --help)"))
+	}
+	th, err := ci.LoadThresholds(f.thresholds)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if f.alpha > 0 {
+		th.Alpha = f.alpha
+	}
+	args, err := configs.ParseArgs(rest)
+	if err != nil {
+		return exitWith(exitUsage, fmt.Errorf("%w (see bench ci --help)", err))
+	}
+	l, err := configs.Prepare(args, validateFunc)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	closeLog, err := setupLogging(stderr, l)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer closeLog()
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+
+	set, err := ci.BuildSet(ctx, l, f.bestOf)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	var base *ci.Samples
+	if f.baseline != "" {
+		if base, err = ci.LoadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
+			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
+		}
+	}
+	prog := newProgress(stderr, !args.NoProgress)
+	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitWith(exitInterrupted, errors.New("interrupted"))
+		}
+		return exitWith(exitUsage, err)
+	}
+	defer r.Close()
+	fmt.Fprintf(stderr, "bench ci: experiment %q in %s: %d configuration(s) × %d repeats, interleaved\n", r.ExperimentID, r.Storage.Describe(), len(set), f.repeat)
+	prog.begin(r.Scheduler.Stats().Planned, r.Optimizer.Targets())
+	runErr := r.Scheduler.Start(ctx)
+	prog.finish()
+	if ctx.Err() != nil {
+		return exitWith(exitInterrupted, errors.New("interrupted"))
+	}
+	cur, total, failed, err := r.Samples(context.WithoutCancel(ctx))
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "bench ci: warning: %d of %d trials did not succeed; only successful trials are compared\n", failed, total)
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "bench ci: warning: %v\n", runErr)
+	}
+	if base == nil {
+		// No baseline: record the run (e.g. the baseline of later runs).
+		rep := ci.Compare(cur, cur, th.Metrics, ci.Options{Alpha: th.Alpha, Seed: 1})
+		for _, row := range rep.Rows {
+			fmt.Fprintf(stdout, "%s\t%s\t%s (n=%d)\n", row.Config, row.Metric, ci.FormatValue(row.Cur.Median), row.Cur.N)
+		}
+		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
+		return nil
+	}
+	rep := ci.Compare(base, cur, th.Metrics, ci.Options{Alpha: th.Alpha, Seed: 1})
+	return finishReport(stdout, stderr, rep, f, "bench ci")
+}
+
+// finishReport writes the outputs of bench ci (and bench compare with
+// thresholds) and turns the verdict into the exit code.
+func finishReport(stdout, stderr io.Writer, rep *ci.Report, f ciFlags, title string) error {
+	if err := rep.WriteText(stdout, true); err != nil {
+		return exitWith(exitUsage, err)
+	}
+	rep.WriteVerdicts(stderr, title+": ")
+	write := func(path string, fn func(w io.Writer) error, appendTo bool) error {
+		if path == "" {
+			return nil
+		}
+		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if appendTo {
+			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		out, err := os.OpenFile(path, flags, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := fn(out); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	}
+	errs := errors.Join(
+		write(f.markdown, func(w io.Writer) error { return rep.WriteMarkdown(w, title) }, true),
+		write(f.junit, func(w io.Writer) error {
+			return rep.WriteJUnit(w, strings.ReplaceAll(title, " ", "."), f.allowInsufficient)
+		}, false),
+		write(f.json, rep.WriteJSON, false),
+	)
+	if errs != nil {
+		return exitWith(exitUsage, errs)
+	}
+	switch rep.Verdict {
+	case ci.Regression:
+		return exitWith(exitFailed, errors.New("regression (see the verdicts above)"))
+	case ci.Missing:
+		return exitWith(exitUsage, errors.New("missing data: a metric or configuration has no values on one side (see the verdicts above)"))
+	case ci.Insufficient:
+		if f.allowInsufficient {
+			fmt.Fprintf(stderr, "%s: warning: too few samples to decide; passing because of --allow-insufficient\n", title)
+			return nil
+		}
+		return exitWith(exitUsage, errors.New("too few samples to decide (raise --repeat, or pass --allow-insufficient)"))
+	}
+	return nil
+}
