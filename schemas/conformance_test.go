@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"errors"
+	"github.com/benchtune/bench/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,33 +38,11 @@ type schemaCase struct {
 	doc     *source.Doc
 }
 
-// repoRoot walks up from the package directory to the directory holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
-
 // loadCorpus reads every schema test case, or skips the test when the
 // corpus is not there.
 func loadCorpus(t testing.TB) []schemaCase {
 	t.Helper()
-	root := filepath.Join(repoRoot(t), "..", "shared", "conformance", "mlos_bench", "schema-cases")
-	if _, err := os.Stat(root); err != nil {
-		t.Skipf("mlos_bench schema conformance cases not found at %s (%v); they live in the shared workspace next to the repository", root, err)
-	}
+	root := testenv.ConformanceDir(t)
 	var cases []schemaCase
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {

@@ -3,6 +3,7 @@ package tunables
 import (
 	"encoding/json"
 	"github.com/benchtune/bench/internal/pyfmt"
+	"github.com/benchtune/bench/internal/testenv"
 	"math"
 	"os"
 	"path/filepath"
@@ -707,14 +708,11 @@ func TestCardinalityAndGridValues(t *testing.T) {
 	}
 }
 
-// conformanceDir holds the mlos_bench schema test cases (absent on some
-// machines).
-const conformanceDir = "/work/shared/conformance/mlos_bench/schema-cases"
-
 func TestConformanceGoodTunableParams(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(conformanceDir, "tunable-params", "good", "*", "*.jsonc"))
+	dir := testenv.ConformanceDir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "tunable-params", "good", "*", "*.jsonc"))
 	if len(files) == 0 {
-		t.Skip("mlos_bench schema test cases not present")
+		t.Fatalf("no tunable-params good cases under %s", dir)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -743,7 +741,7 @@ func TestConformanceGoodTunableParams(t *testing.T) {
 			}
 		})
 	}
-	if raw, err := os.ReadFile(filepath.Join(conformanceDir, "tunable-params", "good", "full", "full-tunable-params-test.jsonc")); err == nil {
+	if raw, err := os.ReadFile(filepath.Join(testenv.ConformanceDir(t), "tunable-params", "good", "full", "full-tunable-params-test.jsonc")); err == nil {
 		doc, _ := source.Parse("full.jsonc", raw)
 		g, err := ParseParams(doc.At())
 		if err != nil {

@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -23,4 +24,35 @@ func Get(t testing.TB, name string) string {
 		t.Skipf("%s is not set: run `make test` (scripts/test.sh) to start the server this test needs", name)
 	}
 	return v
+}
+
+// ConformanceDir returns mlos_bench's schema test cases: the folder
+// ../shared/conformance/mlos_bench/schema-cases next to the repository
+// (found by walking up from the test's folder to go.mod). When it is
+// missing the test is skipped, or fails under BENCH_TEST_STRICT=1 (CI
+// has it there).
+func ConformanceDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's folder")
+		}
+		dir = parent
+	}
+	root := filepath.Join(dir, "..", "shared", "conformance", "mlos_bench", "schema-cases")
+	if _, err := os.Stat(root); err != nil {
+		if Strict() {
+			t.Fatalf("mlos_bench schema test cases not found at %s: %v", root, err)
+		}
+		t.Skipf("mlos_bench schema test cases not found at %s (%v); they live in the shared workspace next to the repository", root, err)
+	}
+	return root
 }
