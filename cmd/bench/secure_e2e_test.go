@@ -129,7 +129,7 @@ func TestValidateDuplicateKeys(t *testing.T) {
 	write(t, dir, "env.jsonc", "{\n  \"name\": \"dup\",\n  \"class\": \"mlos_bench.environments.local.LocalEnv\",\n  \"config\": {\"run\": [\"true\"],\n    \"run\": [\"echo score=1\"]}\n}\n", 0o644)
 	r := runBench(t, dir, "validate", "env.jsonc")
 	want := `env.jsonc:5:5: /config/run: warning: duplicate key "run", first at env.jsonc:4:14; the last value wins (as in mlos_bench)`
-	if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stderr, "1 warnings") {
+	if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stderr, "1 warning") {
 		t.Errorf("validate: exit %d\nstdout: %s\nstderr: %s\nwant: %s", r.code, r.stdout, r.stderr, want)
 	}
 	r = runBench(t, dir, "validate", "--format", "json", "env.jsonc")

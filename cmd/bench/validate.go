@@ -65,9 +65,9 @@ Exit code 0 when everything is valid, 1 otherwise, 2 on usage errors.`,
 				}
 				warnings := ""
 				if len(rep.Warnings) > 0 {
-					warnings = fmt.Sprintf(", %d warnings", len(rep.Warnings))
+					warnings = ", " + plural(len(rep.Warnings), "warning")
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "bench: %d of %d files valid, %d problems%s\n", valid, len(rep.Files), len(rep.Problems), warnings)
+				fmt.Fprintf(cmd.ErrOrStderr(), "bench: %d of %s valid, %s%s\n", valid, plural(len(rep.Files), "file"), plural(len(rep.Problems), "problem"), warnings)
 			}
 			if !rep.OK() {
 				return exitWith(exitFailed, nil)
@@ -79,4 +79,12 @@ Exit code 0 when everything is valid, 1 otherwise, 2 on usage errors.`,
 	cmd.Flags().StringVar(&format, "format", "text", "text or json")
 	cmd.Flags().StringSliceVar(&configPaths, "config-path", nil, "folders to resolve includes in")
 	return cmd
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
