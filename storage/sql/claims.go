@@ -107,9 +107,9 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 			}
 			ids = append(ids, id)
 			return nil
-		// The candidates are picked once (a materialized CTE): PostgreSQL
-		// may otherwise evaluate a LIMIT … SKIP LOCKED subquery of an
-		// UPDATE more than once and take more than limit rows.
+			// The candidates are picked once (a materialized CTE): PostgreSQL
+			// may otherwise evaluate a LIMIT … SKIP LOCKED subquery of an
+			// UPDATE more than once and take more than limit rows.
 		}, `WITH picked AS MATERIALIZED (
 			SELECT trial_id FROM trial WHERE exp_id = ? AND ts_end IS NULL AND stop_requested IS NULL
 			   AND (owner IS NULL OR lease_until IS NULL OR lease_until < ?)
