@@ -1,7 +1,7 @@
 .PHONY: build test test-short bench fuzz install
 
 build:
-	go build -o bin/bench ./cmd/bench
+	CGO_ENABLED=0 go build -o bin/bench ./cmd/bench
 
 install:
 	go install ./cmd/bench
