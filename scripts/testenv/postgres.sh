@@ -44,7 +44,7 @@ install_postgres() {
   [ "$(id -u)" = 0 ] || die "PostgreSQL is not installed and we are not root: apt-get install postgresql"
   log "installing postgresql (apt-get)"
   apt-get update >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --no-upgrade postgresql >&2
   bindir=$(find_bindir || true)
   [ -n "$bindir" ] || die "postgresql installed but no initdb found under /usr/lib/postgresql"
 }

@@ -83,12 +83,12 @@ install_slurm() {
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && ours=1
   fi
-  if ! "${apt[@]}" install --no-install-recommends slurm-wlm munge >&2; then
+  if ! "${apt[@]}" install --no-install-recommends --no-upgrade slurm-wlm munge >&2; then
     "${apt[@]}" update >&2
-    "${apt[@]}" install --no-install-recommends slurm-wlm munge >&2
+    "${apt[@]}" install --no-install-recommends --no-upgrade slurm-wlm munge >&2
   fi
   # Accounting is optional: the cluster runs without it when these fail.
-  if ! "${apt[@]}" install --no-install-recommends slurmdbd mariadb-server >&2; then
+  if ! "${apt[@]}" install --no-install-recommends --no-upgrade slurmdbd mariadb-server >&2; then
     log "could not install slurmdbd and mariadb-server; running without accounting (no sacct)"
   fi
   [ "$ours" = 1 ] && rm -f "$policy"

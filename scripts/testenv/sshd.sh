@@ -73,9 +73,22 @@ install_openssh() {
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && ours=1
   fi
-  if ! "${apt[@]}" install --no-install-recommends openssh-server openssh-client curl >&2; then
-    "${apt[@]}" update >&2
-    "${apt[@]}" install --no-install-recommends openssh-server openssh-client curl >&2
+  # Only what is missing, and no upgrade of what is installed: the server
+  # is pinned to the installed client's version when there is a client.
+  local pkgs=() p
+  for p in openssh-server openssh-client curl; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && continue
+    if [ "$p" = openssh-server ] && dpkg-query -W -f='${Status}' openssh-client 2>/dev/null | grep -q "ok installed"; then
+      p="openssh-server=$(dpkg-query -W -f='${Version}' openssh-client)"
+    fi
+    pkgs+=("$p")
+  done
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    if ! "${apt[@]}" install --no-install-recommends --no-upgrade "${pkgs[@]}" >&2; then
+      "${apt[@]}" update >&2
+      "${apt[@]}" install --no-install-recommends --no-upgrade "${pkgs[@]}" >&2 ||
+        "${apt[@]}" install --no-install-recommends --no-upgrade "${pkgs[@]%%=*}" >&2
+    fi
   fi
   [ "$ours" = 1 ] && rm -f "$policy"
   [ -x /usr/sbin/sshd ] || die "openssh-server installed but /usr/sbin/sshd is missing"

@@ -24,9 +24,9 @@ case "$cmd" in
       log "installing tmux"
       export DEBIAN_FRONTEND=noninteractive
       apt=(apt-get -y -q -o DPkg::Lock::Timeout=300)
-      if ! "${apt[@]}" install --no-install-recommends tmux >&2; then
+      if ! "${apt[@]}" install --no-install-recommends --no-upgrade tmux >&2; then
         "${apt[@]}" update >&2
-        "${apt[@]}" install --no-install-recommends tmux >&2
+        "${apt[@]}" install --no-install-recommends --no-upgrade tmux >&2
       fi
     fi
     echo "export BENCH_TEST_TMUX=$(command -v tmux)"
