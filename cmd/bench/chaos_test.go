@@ -99,13 +99,33 @@ func TestChaosSQLite(t *testing.T) {
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "C",
 		"--num_trial_runners", "4", "--no-progress", "--no-teardown"}
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	starts := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "started"))
+		return strings.Count(string(b), "\n")
+	}
 	for kill := 0; kill < 10; kill++ {
+		before := starts()
 		cmd := startBench(t, dir, tmp, "killed", args...)
-		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
+		// Kill it at a random moment once it runs trials (a loaded machine
+		// may take a while to start bench; a kill before that tests
+		// nothing).
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		deadline := time.Now().Add(60 * time.Second)
+		for starts() == before && time.Now().Before(deadline) {
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Millisecond):
+				continue
+			}
+			break
 		}
-		_ = cmd.Wait()
+		select {
+		case <-exited: // finished every trial before it was killed
+		case <-time.After(time.Duration(rng.IntN(400)) * time.Millisecond):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+		}
 	}
 	// The final run shares the killed runs' TMPDIR: it removes the temp
 	// folders they left.
