@@ -239,19 +239,7 @@ func Trace(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error)
 	if err != nil {
 		return nil, err
 	}
-	var pts, best plotter.XYs
-	cur, have := 0.0, false
-	for _, t := range byID(trials) {
-		v, ok := value(t, name)
-		if !ok {
-			continue
-		}
-		pts = append(pts, plotter.XY{X: float64(t.ID), Y: v})
-		if !have || (max && v > cur) || (!max && v < cur) {
-			cur, have = v, true
-		}
-		best = append(best, plotter.XY{X: float64(t.ID), Y: cur})
-	}
+	pts, best := traceSeries(trials, name, max)
 	if len(pts) == 0 {
 		return nil, noScores(info, name, trials)
 	}
@@ -279,6 +267,24 @@ func Trace(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error)
 	p.Legend.Top = !max
 	pad(p, 0.04, 0.15, p.Legend.Top)
 	return newFigure("trace", fmt.Sprintf("Optimization trace: %s by trial, and the best so far (%s)", name, dirWord(max)), p), nil
+}
+
+// traceSeries returns each successful trial's finite numeric result name
+// by trial id, and the best value so far at each (the largest when max).
+func traceSeries(trials []storage.Trial, name string, max bool) (pts, best plotter.XYs) {
+	cur, have := 0.0, false
+	for _, t := range byID(trials) {
+		v, ok := value(t, name)
+		if !ok {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: float64(t.ID), Y: v})
+		if !have || (max && v > cur) || (!max && v < cur) {
+			cur, have = v, true
+		}
+		best = append(best, plotter.XY{X: float64(t.ID), Y: cur})
+	}
+	return pts, best
 }
 
 // Tunables draws each tunable against the score (the first objective),
