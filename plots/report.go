@@ -172,12 +172,13 @@ h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; paddin
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.best td { background: #fff4e0; font-weight: 600; }
 tr.bad td { color: #a00; }
 .trials { overflow-x: auto; }
-figure { margin: 1.5em 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+.plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr)); gap: 1em; }
+figure { margin: 0; }
+figure img { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.9em; }
 .muted { color: #777; }
 </style>
@@ -209,11 +210,13 @@ figcaption { color: #555; font-size: 0.9em; }
 {{else}}<p class="muted">No successful trial with numeric objectives yet.</p>{{end}}
 
 <h2>Plots</h2>
+<div class="plots">
 {{range .Figures}}<figure id="figure-{{.Name}}">
 <img class="plot" src="{{.Src}}" alt="{{.Title}}" width="{{.Width}}">
 <figcaption>{{.Title}} <span class="muted">({{.Name}})</span></figcaption>
 </figure>
 {{else}}<p class="muted">No plots.</p>{{end}}
+</div>
 {{range .In.Notes}}<p class="muted">Left out: {{.}}</p>{{end}}
 
 <h2>Trials</h2>

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -162,6 +163,9 @@ network. See docs/plots.md.`,
 			if output == "-" {
 				return plots.WriteReport(cmd.OutOrStdout(), in)
 			}
+			if err := os.MkdirAll(filepath.Dir(output), 0o755); err != nil {
+				return exitWith(exitUsage, err)
+			}
 			f, err := os.Create(output)
 			if err != nil {
 				return exitWith(exitUsage, err)
@@ -178,6 +182,6 @@ network. See docs/plots.md.`,
 		},
 	}
 	sf.addStorageOnly(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "the HTML file to write (- for stdout)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "the HTML file to write, its folder created if missing (- for stdout)")
 	return cmd
 }
