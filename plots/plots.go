@@ -60,8 +60,14 @@ func newFigure(name, title string, ps ...*plot.Plot) *Figure {
 // Formats are the image formats Render writes.
 var Formats = []string{"png", "svg"}
 
-// Render draws the figure as PNG (at dpi, 0: 96) or SVG.
-func (f *Figure) Render(format string, dpi int) ([]byte, error) {
+// Render draws the figure as PNG (at dpi, 0: 96) or SVG. A panic of the
+// plotting library (on data it cannot draw) is returned as an error.
+func (f *Figure) Render(format string, dpi int) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("drawing %s: %v", f.Name, r)
+		}
+	}()
 	if len(f.plots) == 0 {
 		return nil, fmt.Errorf("%w: figure %s is empty", ErrNoData, f.Name)
 	}

@@ -314,3 +314,35 @@ func TestReportPage(t *testing.T) {
 		t.Errorf("trials not by id: %v", ids)
 	}
 }
+
+// TestExtremeValues: huge, tiny and equal values and a single telemetry
+// sample draw (or fail with an error), never panic.
+func TestExtremeValues(t *testing.T) {
+	info := storage.ExperimentInfo{ID: "x", Objectives: []storage.Objective{{Name: "y", Direction: "max"}, {Name: "z", Direction: "min"}}}
+	var ts []stored
+	for i, y := range []float64{1e308, -1e308, 5e-324, 0} {
+		ts = append(ts, stored{params: map[string]string{"p": []string{"1e308", "-1e308", "nan", "0"}[i], "q": "7"}, status: trial.SUCCEEDED,
+			results: map[string]any{"y": y, "z": 1.0}})
+	}
+	ts[0].tele = []storage.Telemetry{{Ts: t0, Metric: "one", Value: 1e308}}
+	exp, trials := store(t, info, ts)
+	figs, _, err := All(exp.Info(), trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := exp.Trial(context.Background(), trials[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := Telemetry(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(figs, tf) {
+		for _, format := range Formats {
+			if _, err := f.Render(format, 0); err != nil {
+				t.Logf("%s %s: %v", f.Name, format, err)
+			}
+		}
+	}
+}

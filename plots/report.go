@@ -57,6 +57,7 @@ type reportPage struct {
 	ResultCols []string
 	Rows       []reportRow
 	Figures    []reportFigure
+	Notes      []string
 	Generated  string
 }
 
@@ -66,7 +67,7 @@ type reportPage struct {
 // scripts, fonts, style sheets or images. Everything from storage is
 // escaped by html/template.
 func WriteReport(w io.Writer, in ReportInput) error {
-	pg := reportPage{In: in, Status: in.Info.Status.String()}
+	pg := reportPage{In: in, Status: in.Info.Status.String(), Notes: in.Notes}
 	if !in.Generated.IsZero() {
 		pg.Generated = in.Generated.UTC().Format(time.RFC3339)
 	}
@@ -130,7 +131,9 @@ func WriteReport(w io.Writer, in ReportInput) error {
 	for _, f := range in.Figures {
 		b, err := f.Render("png", 192)
 		if err != nil {
-			return fmt.Errorf("figure %s: %w", f.Name, err)
+			// The page goes on without it, saying why.
+			pg.Notes = append(pg.Notes, fmt.Sprintf("%s: %v", f.Name, err))
+			continue
 		}
 		pg.Figures = append(pg.Figures, reportFigure{
 			Name: f.Name, Title: f.Title,
@@ -217,7 +220,7 @@ figcaption { color: #555; font-size: 0.9em; }
 </figure>
 {{else}}<p class="muted">No plots.</p>{{end}}
 </div>
-{{range .In.Notes}}<p class="muted">Left out: {{.}}</p>{{end}}
+{{range .Notes}}<p class="muted">Left out: {{.}}</p>{{end}}
 
 <h2>Trials</h2>
 <div class="trials">
