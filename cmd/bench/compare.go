@@ -7,12 +7,13 @@ import (
 
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/plots"
 )
 
 func newCompareCmd() *cobra.Command {
 	var sf storageFlags
 	var f ciFlags
-	var format string
+	var format, plotFile string
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two experiments or exported result files, benchstat style",
@@ -26,13 +27,20 @@ configuration on each side is compared whatever its values.
 
 With --thresholds, verdicts and exit codes follow bench ci: 0 pass, 1
 regression, 2 error, missing data or too few samples (unless
---allow-insufficient). See docs/ci.md.`,
+--allow-insufficient). See docs/ci.md.
+
+With --plot FILE (.png or .svg), also draw the comparison: per
+configuration and metric, A's and B's samples side by side as dots over
+a box plot (docs/plots.md).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
 			case "text", "json", "markdown":
 			default:
 				return exitWith(exitUsage, fmt.Errorf("--format must be text, json or markdown, got %q", format))
+			}
+			if plotFile != "" && !plots.ImageFile(plotFile) {
+				return exitWith(exitUsage, fmt.Errorf("--plot %s: the file name must end in .png or .svg", plotFile))
 			}
 			ctx := cmd.Context()
 			l, err := configs.Prepare(&configs.Args{ConfigPaths: sf.configPaths, Globals: sf.globals}, validateFunc)
@@ -66,6 +74,15 @@ regression, 2 error, missing data or too few samples (unless
 			if len(rep.Rows) == 0 {
 				return exitWith(exitUsage, fmt.Errorf("nothing to compare: %s and %s have no configuration with a numeric metric in common", a.Name, b.Name))
 			}
+			if plotFile != "" {
+				fig, err := plots.Compare(rep, a, b)
+				if err == nil {
+					err = fig.WriteFile(plotFile)
+				}
+				if err != nil {
+					return exitWith(exitUsage, fmt.Errorf("--plot: %w", err))
+				}
+			}
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
@@ -92,6 +109,7 @@ regression, 2 error, missing data or too few samples (unless
 	}
 	sf.addStorageOnly(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "text, json or markdown")
+	cmd.Flags().StringVar(&plotFile, "plot", "", "also draw the samples of A and B side by side into this file (.png or .svg)")
 	cmd.Flags().StringVar(&f.thresholds, "thresholds", "", "thresholds file: give verdicts and exit codes as bench ci does")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", 0, "significance level (default: the thresholds file's, or 0.05)")
 	cmd.Flags().BoolVar(&f.allowInsufficient, "allow-insufficient", false, "with --thresholds: too few samples passes (with a warning)")

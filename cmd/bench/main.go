@@ -9,6 +9,8 @@
 //	bench ci --config F --thresholds T run a fixed set N times and fail on regressions
 //	bench compare A B                 compare two experiments or exported files
 //	bench export EXPERIMENT           write an experiment's trials as one tidy table
+//	bench plot EXPERIMENT             draw an experiment's plots (PNG, SVG)
+//	bench report EXPERIMENT -o F      write an experiment's self-contained HTML report
 //	bench worker --experiment ID      run trials of an experiment another process drives
 //	bench stop EXPERIMENT [TRIAL]     stop a running experiment or trial
 //	bench submit EXPERIMENT TRIAL ... store the result of a trial run by hand
@@ -68,7 +70,7 @@ stores everything and repeats.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd(), newPlotCmd(), newReportCmd())
 	return root
 }
 
