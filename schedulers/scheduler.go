@@ -345,6 +345,9 @@ type dispatch struct {
 	stopErr    error
 	noMore     bool // the optimizer has nothing more to suggest
 	retryCount map[int]int
+	// noReuse queues the next suggestion to run even when an identical
+	// trial exists (config_id re-runs).
+	noReuse bool
 	// keys holds "config hash|repeat" of every trial of the experiment this
 	// process knows of (dedup asks storage only about these).
 	keys map[string]bool
@@ -743,7 +746,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		key := hash + "|" + repeat
 		mayExist := d.keys[key] || d.others || s.o.ReuseFrom != nil
 		d.keys[key] = true
-		if s.cfg.Reuse && mayExist {
+		if s.cfg.Reuse && mayExist && !d.noReuse {
 			done, err := d.reuse(ctx, sg.ID, spec, repeat)
 			if err != nil {
 				return err
@@ -752,7 +755,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 				continue
 			}
 		}
-		if s.cfg.Reuse && mayExist {
+		if s.cfg.Reuse && mayExist && !d.noReuse {
 			if other, ok, err := s.exp.InFlight(ctx, hash, repeat); err != nil {
 				return err
 			} else if ok {
@@ -823,6 +826,10 @@ func (d *dispatch) requeueConfig(ctx context.Context, all []storage.Trial, confi
 			if err := g.Assign(stringValues(t.Params)); err != nil {
 				return fmt.Errorf("config_id %d: %w", configID, err)
 			}
+			// An explicit re-run (mlos_bench's config_id) runs the
+			// configuration again: no reuse of its stored result.
+			d.noReuse = true
+			defer func() { d.noReuse = false }()
 			return d.queueSuggestion(ctx, optimizers.Suggestion{Tunables: g}, 0)
 		}
 	}

@@ -572,3 +572,28 @@ func TestSortGzipExample(t *testing.T) {
 		t.Errorf("summary:\n%s", r.stdout)
 	}
 }
+
+// TestConfigIDRerun: --config_id N on a resumed experiment runs that
+// stored configuration again, as mlos_bench does (its stored result is
+// not reused: re-running it is the point).
+func TestConfigIDRerun(t *testing.T) {
+	dir := experiment(t, `echo "$trial_id" >> "$marker_dir/started"`)
+	args := []string{"--environment", "env.jsonc", "--experiment_id", "CI", "--no-progress"}
+	if r := runBench(t, dir, args...); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, append(args, "--config_id", "1")...)
+	if r.code != 0 {
+		t.Fatalf("config_id run: exit %d\n%s", r.code, r.stderr)
+	}
+	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "CI")
+	if len(rows) != 2 || rows[2] != "SUCCEEDED" {
+		t.Fatalf("trials %v, want 2 SUCCEEDED", rows)
+	}
+	if c := startedCounts(t, dir); c["1"] != 1 || c["2"] != 1 {
+		t.Errorf("runs per trial %v: want trial 2 to run the configuration again", c)
+	}
+	if strings.Contains(r.stdout, "reused") {
+		t.Errorf("the re-run reused the stored result:\n%s", r.stdout)
+	}
+}
