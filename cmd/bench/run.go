@@ -291,7 +291,7 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) 
 		return
 	}
 	w := stdout
-	fmt.Fprintf(w, "Experiment %s: %d trials (%d succeeded, %d failed", s.ExperimentID, s.Trials, s.Succeeded, s.Failed)
+	fmt.Fprintf(w, "Experiment %s: %s (%d succeeded, %d failed", s.ExperimentID, plural(s.Trials, "trial"), s.Succeeded, s.Failed)
 	if s.Pending > 0 {
 		fmt.Fprintf(w, ", %d pending", s.Pending)
 	}
