@@ -19,6 +19,7 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/redactlog"
+	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/runners/passive"
 	"github.com/benchtune/bench/schedulers"
@@ -180,7 +181,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
-	printSummary(stdout, stderr, sum, args.Format)
+	printSummary(stdout, stderr, sum, args.Format, l.Storage)
 	if ctx.Err() != nil {
 		return exitWith(exitInterrupted, errors.New("interrupted: the running trial will run again when you rerun the same command"))
 	}
@@ -283,7 +284,7 @@ func parseLevel(s string) (slog.Level, error) {
 	return 0, &configs.UsageError{Msg: fmt.Sprintf("invalid log level %q: want CRITICAL, ERROR, WARNING, INFO or DEBUG", s)}
 }
 
-func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) {
+func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format, storageSpec string) {
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -324,7 +325,14 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format string) 
 	for _, warn := range s.Warnings {
 		fmt.Fprintln(stderr, "bench: warning:", warn)
 	}
-	fmt.Fprintf(stderr, "bench: results stored in %s (bench results --experiment %s)\n", s.Storage, s.ExperimentID)
+	switch {
+	case strings.Contains(s.Storage, "in memory"):
+		fmt.Fprintln(stderr, "bench: the results were kept in memory only and are gone now; give --storage a file or database to keep them")
+	case storageSpec != "":
+		fmt.Fprintf(stderr, "bench: results stored in %s (bench results --storage %s --experiment %s)\n", s.Storage, engines.ShellQuote(storageSpec), s.ExperimentID)
+	default:
+		fmt.Fprintf(stderr, "bench: results stored in %s (bench results --experiment %s)\n", s.Storage, s.ExperimentID)
+	}
 }
 
 // redactWriter replaces secret values in what is written through it.
