@@ -18,8 +18,8 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
-	"github.com/benchtune/bench/internal/redactlog"
 	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/internal/redactlog"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/runners/passive"
 	"github.com/benchtune/bench/schedulers"
