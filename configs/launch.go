@@ -3,6 +3,8 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -419,8 +421,36 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 		if err != nil {
 			return nil, err
 		}
+		// mlos_bench resolves a relative config_path against the working
+		// folder. When nothing is there, bench also tries it against the
+		// folders above the CLI config (bench only), so that the config
+		// works from any folder.
+		cliDir := ""
+		if abs, err := filepath.Abs(doc.File); err == nil && !strings.HasPrefix(doc.File, BuiltinPrefix) {
+			cliDir = filepath.Dir(abs)
+		}
+		for i, p := range cfgPaths {
+			if filepath.IsAbs(p) || cliDir == "" {
+				continue
+			}
+			if _, err := os.Stat(p); err == nil {
+				continue
+			}
+			for dir := cliDir; ; dir = filepath.Dir(dir) {
+				if fi, err := os.Stat(filepath.Join(dir, p)); err == nil && fi.IsDir() {
+					cfgPaths[i] = filepath.Join(dir, p)
+					break
+				}
+				if filepath.Dir(dir) == dir {
+					break
+				}
+			}
+		}
 		if loader, err = loader.WithPaths(cfgPaths...); err != nil {
 			return nil, err
+		}
+		if cliDir != "" {
+			loader = loader.WithFallback(cliDir)
 		}
 	}
 	l.Loader = loader

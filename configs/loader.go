@@ -58,7 +58,9 @@ type ValidateFunc func(kind Kind, doc *source.Doc) error
 // Loader finds and reads configs along a search path: the working folder,
 // then the given config paths, then the built-in configs.
 type Loader struct {
-	paths    []string
+	paths []string
+	// fallback folders are searched after the built-in configs (WithFallback).
+	fallback []string
 	validate ValidateFunc
 	// maxFile is the most bytes a config file may have (0: the default,
 	// safeio.DefaultConfigLimit).
@@ -129,7 +131,7 @@ func (l *Loader) add(dir string) {
 // WithPaths returns a loader that also searches the given paths (after the
 // existing ones, before the built-in configs).
 func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
-	c := &Loader{paths: append([]string(nil), l.paths...), validate: l.validate, maxFile: l.maxFile}
+	c := &Loader{paths: append([]string(nil), l.paths...), fallback: l.fallback, validate: l.validate, maxFile: l.maxFile}
 	for _, p := range configPaths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -163,7 +165,24 @@ func (l *Loader) Resolve(p string, extra ...string) string {
 			return BuiltinPrefix + rel
 		}
 	}
+	for _, dir := range l.fallback {
+		full := filepath.Join(dir, p)
+		if _, err := os.Stat(full); err == nil {
+			return full
+		}
+	}
 	return p
+}
+
+// WithFallback returns a loader that also searches dir after everything
+// mlos_bench searches (the built-in configs included): the CLI config's
+// own folder, so that `bench --config /elsewhere/cli.jsonc` works from
+// any folder without changing what mlos_bench's order finds.
+func (l *Loader) WithFallback(dir string) *Loader {
+	c := *l
+	c.paths = append([]string(nil), l.paths...)
+	c.fallback = append(append([]string(nil), l.fallback...), filepath.Clean(dir))
+	return &c
 }
 
 // IsInline reports whether a config argument is inline JSON rather than a

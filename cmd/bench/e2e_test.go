@@ -597,3 +597,18 @@ func TestConfigIDRerun(t *testing.T) {
 		t.Errorf("the re-run reused the stored result:\n%s", r.stdout)
 	}
 }
+
+// TestCLIConfigFromAnotherFolder: a CLI config whose relative config_path
+// names a folder next to it (not in the working folder) works from any
+// folder: bench also looks for the folder above the CLI config.
+func TestCLIConfigFromAnotherFolder(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	r := runBench(t, dir, "--config", filepath.Join(root, "configs/examples/sort-gzip/cli.jsonc"), "--max_suggestions", "1", "--no-progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "1 succeeded") {
+		t.Errorf("summary:\n%s", r.stdout)
+	}
+}
