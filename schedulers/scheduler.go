@@ -23,6 +23,7 @@ import (
 	"maps"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -391,6 +392,9 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 			priors = append(priors, optimizers.Prior{Values: stringValues(t.Params), Status: t.Status, Results: map[string]any(t.Results)})
 		}
 	}
+	if !s.o.Worker {
+		s.warnTunablesChanged(all)
+	}
 	if best, scores, ok := storage.Best(all, s.targets); ok {
 		d.best = &Best{TrialID: best.ID, Values: s.targets.Values(scores)}
 	}
@@ -433,6 +437,49 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		}
 	}
 	return d, nil
+}
+
+// warnTunablesChanged says, on resume, when the experiment's earlier
+// trials were run with other tunables than the configs define now (names
+// added or removed, values that no longer fit): what happens to them, and
+// how to start afresh.
+func (s *Scheduler) warnTunablesChanged(all []storage.Trial) {
+	if len(all) == 0 || s.o.Tunables == nil {
+		return
+	}
+	now := map[string]bool{}
+	for _, t := range s.o.Tunables.Tunables() {
+		now[t.Name()] = true
+	}
+	stored := map[string]bool{}
+	misfits := 0
+	for _, t := range all {
+		for k := range t.Params {
+			stored[k] = true
+		}
+		if err := s.o.Tunables.Copy().Assign(stringValues(t.Params)); err != nil {
+			misfits++
+		}
+	}
+	var added, removed []string
+	for k := range now {
+		if !stored[k] {
+			added = append(added, k)
+		}
+	}
+	for k := range stored {
+		if !now[k] {
+			removed = append(removed, k)
+		}
+	}
+	if misfits > 0 || len(removed) > 0 || len(added) == 0 {
+		// Nothing changed, or the optimizer's warm start refuses the
+		// trials that no longer fit, with the reason.
+		return
+	}
+	sort.Strings(added)
+	s.log.Warn("resuming an experiment whose tunables changed: its earlier trials have no value for the new tunables, and they warm-start the optimizer as if those had their defaults; use a new --experiment_id for a clean start",
+		"experiment", s.cfg.ExperimentID, "new_tunables", strings.Join(added, ","), "earlier_trials", len(all))
 }
 
 // lastAttempts maps each trial's first attempt to the id of its last

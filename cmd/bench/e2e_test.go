@@ -612,3 +612,32 @@ func TestCLIConfigFromAnotherFolder(t *testing.T) {
 		t.Errorf("summary:\n%s", r.stdout)
 	}
 }
+
+// TestResumeWarnsOnNewTunables: resuming an experiment after a tunable was
+// added says so (the earlier trials warm-start the optimizer as if it had
+// its default); after a range change that old values no longer fit, the
+// resume is refused with the reason.
+func TestResumeWarnsOnNewTunables(t *testing.T) {
+	dir := experiment(t, "")
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "TW", "--no-progress", "--max_suggestions", "2"}
+	if r := runBench(t, dir, args...); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+	}
+	write(t, dir, "tunables.jsonc", `{"g": {"cost": 1, "params": {
+		"xv": {"type": "int", "range": [0, 100], "default": 50},
+		"mode": {"type": "categorical", "values": ["a", "b"], "default": "a"},
+		"extra": {"type": "int", "range": [0, 3], "default": 1}}}}`, 0o644)
+	args[len(args)-1] = "3"
+	r := runBench(t, dir, args...)
+	if r.code != 0 || !strings.Contains(r.stderr, "tunables changed") || !strings.Contains(r.stderr, "new_tunables=extra") {
+		t.Errorf("resume with a new tunable: exit %d\n%s", r.code, r.stderr)
+	}
+	write(t, dir, "tunables.jsonc", `{"g": {"cost": 1, "params": {
+		"xv": {"type": "int", "range": [200, 300], "default": 250},
+		"mode": {"type": "categorical", "values": ["a", "b"], "default": "a"},
+		"extra": {"type": "int", "range": [0, 3], "default": 1}}}}`, 0o644)
+	args[len(args)-1] = "4"
+	if r := runBench(t, dir, args...); r.code == 0 || !strings.Contains(r.stderr, "no longer fits") {
+		t.Errorf("resume after a range change: exit %d\n%s", r.code, r.stderr)
+	}
+}
