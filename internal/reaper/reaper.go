@@ -58,7 +58,7 @@ import (
 
 // EnvVar is the environment variable that marks a trial's processes with
 // their owner.
-const EnvVar = "BENCH_OWNER"
+var EnvVar = "BENCH_OWNER" // a variable only so that this package's tests use their own
 
 // Owner identifies a process across pid reuse and reboots.
 type Owner struct {

@@ -14,6 +14,14 @@ import (
 
 // startMarked starts a shell that leaves a background sleep behind, with
 // the given mark, and returns the shell's and the sleep's pids.
+// TestMain marks this package's test processes with a variable of their
+// own: bench processes of other packages' tests, running at the same time,
+// reap the real one and would kill these test processes first.
+func TestMain(m *testing.M) {
+	EnvVar = "BENCH_OWNER_REAPER_TEST"
+	os.Exit(m.Run())
+}
+
 func startMarked(t *testing.T, mark string) (sh, bg int) {
 	t.Helper()
 	dir := t.TempDir()
