@@ -3,6 +3,7 @@ package engines
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/benchtune/bench/trial"
@@ -43,4 +44,24 @@ func DecodeOutcome(b []byte) (trial.Outcome, error) {
 	}
 	return trial.Outcome{Status: st, Ts: w.Ts, Results: w.Results, Telemetry: w.Telemetry,
 		Output: w.Output, FailureReason: w.FailureReason}, nil
+}
+
+// LogTail returns up to the last n bytes of a job's log file ("" when it
+// cannot be read): what engines hand back as Result.Log.
+func LogTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	off := max(fi.Size()-n, 0)
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return ""
+	}
+	return string(b)
 }

@@ -176,7 +176,7 @@ func (e *Engine) Fetch(_ context.Context, raw engines.Ref) (engines.Result, erro
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return res, err
 	}
-	res.Log = tail(r.Log, 4096)
+	res.Log = engines.LogTail(r.Log, 4096)
 	return res, nil
 }
 
@@ -230,25 +230,6 @@ func startTime(pid int) (uint64, error) {
 		return 0, fmt.Errorf("process %d has ended", pid)
 	}
 	return strconv.ParseUint(f[19], 10, 64)
-}
-
-// tail returns up to the last n bytes of a file.
-func tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(fi.Size()-n, 0)
-	b := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil {
-		return ""
-	}
-	return string(b)
 }
 
 // SubmitPilots starts count detached processes running argv.

@@ -695,7 +695,7 @@ func (e *Engine) Fetch(_ context.Context, raw engines.Ref) (engines.Result, erro
 			return res, err
 		}
 	}
-	res.Log = tail(r.Log, 4096)
+	res.Log = engines.LogTail(r.Log, 4096)
 	return res, nil
 }
 
@@ -711,25 +711,6 @@ func (e *Engine) Cancel(ctx context.Context, raw engines.Ref) error {
 		return err
 	}
 	return nil
-}
-
-// tail returns up to the last n bytes of a file.
-func tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(fi.Size()-n, 0)
-	b := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil {
-		return ""
-	}
-	return string(b)
 }
 
 // SubmitPilots submits one job array of count tasks, each running argv.
