@@ -168,17 +168,9 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	if f.alpha > 0 {
 		th.Alpha = f.alpha
 	}
-	args, err := configs.ParseArgs(rest)
+	l, closeLog, err := prepareCommand(stderr, rest, "ci")
 	if err != nil {
-		return exitWith(exitUsage, fmt.Errorf("%w (see bench ci --help)", err))
-	}
-	l, err := configs.Prepare(args, validateFunc)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	closeLog, err := setupLogging(stderr, l)
-	if err != nil {
-		return exitWith(exitUsage, err)
+		return err
 	}
 	defer closeLog()
 	ctx, stop := interruptContext(stderr)
@@ -194,7 +186,7 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
 	}
-	prog := newProgress(stderr, !args.NoProgress)
+	prog := newProgress(stderr, !l.Args.NoProgress)
 	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
 	if err != nil {
 		if ctx.Err() != nil {

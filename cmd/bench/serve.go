@@ -136,17 +136,9 @@ func newServeCmd() *cobra.Command {
 }
 
 func serveExperiment(stderr io.Writer, argv []string) error {
-	args, err := configs.ParseArgs(argv)
+	l, closeLog, err := prepareCommand(stderr, argv, "serve")
 	if err != nil {
-		return exitWith(exitUsage, fmt.Errorf("%w (see bench serve --help)", err))
-	}
-	l, err := configs.Prepare(args, validateFunc)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	closeLog, err := setupLogging(stderr, l)
-	if err != nil {
-		return exitWith(exitUsage, err)
+		return err
 	}
 	defer closeLog()
 	c, err := serveSettings(l)
@@ -219,17 +211,9 @@ func serveDuringRun(ctx context.Context, stderr io.Writer, l *configs.Launch, r 
 // bench serve over HTTP, the worker's own configs describe the
 // environment.
 func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) error {
-	args, err := configs.ParseArgs(argv)
+	l, closeLog, err := prepareCommand(stderr, argv, "worker")
 	if err != nil {
-		return exitWith(exitUsage, fmt.Errorf("%w (see bench worker --help)", err))
-	}
-	l, err := configs.Prepare(args, validateFunc)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	closeLog, err := setupLogging(stderr, l)
-	if err != nil {
-		return exitWith(exitUsage, err)
+		return err
 	}
 	defer closeLog()
 	c, err := serveSettings(l)
@@ -289,4 +273,23 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		return exitWith(exitFailed, err)
 	}
 	return nil
+}
+
+// prepareCommand parses a command's run options, reads the configs and
+// sets up logging: the start of every command that takes run options.
+// Errors are usage errors (exit 2).
+func prepareCommand(stderr io.Writer, argv []string, name string) (*configs.Launch, func(), error) {
+	args, err := configs.ParseArgs(argv)
+	if err != nil {
+		return nil, nil, exitWith(exitUsage, fmt.Errorf("%w (see bench %s --help)", err, name))
+	}
+	l, err := configs.Prepare(args, validateFunc)
+	if err != nil {
+		return nil, nil, exitWith(exitUsage, err)
+	}
+	closeLog, err := setupLogging(stderr, l)
+	if err != nil {
+		return nil, nil, exitWith(exitUsage, err)
+	}
+	return l, closeLog, nil
 }
