@@ -23,6 +23,10 @@ import (
 //go:embed migrations
 var migrationsFS embed.FS
 
+// migrationFiles are the migrations the provider reads (tests swap in a
+// failing one).
+var migrationFiles fs.FS = migrationsFS
+
 const versionTable = "bench_schema_version"
 
 // migrationLockID is the PostgreSQL advisory lock that serializes bench
@@ -45,7 +49,7 @@ func (s *Store) provider() (*goose.Provider, error) {
 		dir, gd = "migrations/postgres", goose.DialectPostgres
 		options = append(options, goose.WithSessionLocker(pgLocker{}))
 	}
-	sub, err := fs.Sub(migrationsFS, dir)
+	sub, err := fs.Sub(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +106,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.migrateOnce(ctx)
-		if err == nil || errors.Is(err, storage.ErrSchemaTooNew) || attempt == 5 || ctx.Err() != nil {
+		if err == nil || errors.Is(err, storage.ErrSchemaTooNew) || errors.Is(err, ErrForeignSchema) || attempt == 5 || ctx.Err() != nil {
 			return err
 		}
 		s.log.Debug("storage: schema migration failed, retrying", "storage", s.describe, "attempt", attempt, "err", err)
@@ -118,6 +122,19 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 	if s.dialect.serializesWriters() {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
+	}
+	if err := s.migrateSchema(ctx); err != nil {
+		return err
+	}
+	return s.detectLayout(ctx)
+}
+
+// migrateSchema adopts an mlos_bench database, then applies the missing
+// migrations; goose runs each in a transaction of its own, so a failed
+// migration leaves the database at the version before it.
+func (s *Store) migrateSchema(ctx context.Context) error {
+	if err := s.adoptMlos(ctx); err != nil {
+		return err
 	}
 	current, latest, err := s.SchemaVersion(ctx)
 	if err != nil {

@@ -65,6 +65,7 @@ type Store struct {
 
 	schemaMu    sync.Mutex
 	schemaReady bool
+	layout      layout // what the database lacks of bench's schema, set with schemaReady
 
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*dbsql.Stmt
@@ -105,6 +106,12 @@ func Open(ctx context.Context, cfg storage.Config) (*Store, error) {
 	}
 	if err != nil {
 		return nil, s.scrub(err)
+	}
+	// Before connect, which may switch an SQLite file to WAL mode: a
+	// database bench must not touch stays as it is.
+	if err := s.refuseForeign(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	if err := s.connect(ctx); err != nil {
 		s.Close()

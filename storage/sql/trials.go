@@ -146,10 +146,16 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
 	ts := tr.TsStart
-	if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial); err != nil {
+	q := `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
+		owner, lease, retry, reusedExp, reusedTrial}
+	if e.s.layout.noTrialRunner {
+		q = `INSERT INTO trial (exp_id, trial_id, config_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		args = slices.Delete(args, 3, 4)
+	}
+	if _, err := r.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
@@ -237,10 +243,14 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...trial.Status) error {
 	rows := make([][]any, len(statuses))
 	for i, st := range statuses {
-		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(ts), st.String()}
+		at := ts
+		if e.s.layout.mlos {
+			// mlos_bench keeps one status per timestamp.
+			at = ts.Add(time.Duration(i) * time.Microsecond)
+		}
+		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(at), st.String()}
 	}
-	if err := r.insertRows(ctx, "trial_status", []string{"exp_id", "trial_id", "ts", "status"}, rows,
-		" ON CONFLICT (exp_id, trial_id, ts, status) DO NOTHING"); err != nil {
+	if err := r.insertRows(ctx, "trial_status", []string{"exp_id", "trial_id", "ts", "status"}, rows, e.s.historyConflict()); err != nil {
 		return fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	return nil
@@ -291,8 +301,13 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{runnerID, e.info.ID, trialID}, condArgs...)...)
+		q, args := `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{runnerID, e.info.ID, trialID}, condArgs...)
+		if e.s.layout.noTrialRunner {
+			// No trial_runner_id column (mlos_bench adds it): the same checks.
+			q, args = `UPDATE trial SET exp_id = exp_id WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, args[1:]
+		}
+		res, err := r.exec(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("storage: assign trial %d of %q to runner %d: %w", trialID, e.info.ID, runnerID, err)
 		}
@@ -562,7 +577,7 @@ const trialCols = `t.trial_id, t.config_id, c.config_hash, t.trial_runner_id, t.
 // selects, ordered by id, at most limit of them (0: all), with their
 // parameters, metadata and, when finished, results.
 func (e *experiment) loadTrials(ctx context.Context, r runner, where string, args []any, limit int) ([]storage.Trial, error) {
-	q := `SELECT ` + trialCols + ` FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ? AND ` + where + ` ORDER BY t.trial_id`
+	q := `SELECT ` + e.s.trialCols() + ` FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ? AND ` + where + ` ORDER BY t.trial_id`
 	qargs := append([]any{e.info.ID}, args...)
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
@@ -740,7 +755,7 @@ func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetai
 			}
 			d.History = append(d.History, storage.StatusChange{Ts: ts.t, Status: st})
 			return nil
-		}, `SELECT ts, status FROM trial_status WHERE exp_id = ? AND trial_id = ? ORDER BY id`, key...)
+		}, `SELECT ts, status FROM trial_status WHERE exp_id = ? AND trial_id = ? ORDER BY `+e.s.historyOrder(), key...)
 		if err != nil {
 			return fmt.Errorf("storage: load status history of trial %d: %w", trialID, err)
 		}
