@@ -730,3 +730,86 @@ INSERT INTO no_such_table VALUES (1);
 		}
 	})
 }
+
+// TestMlosBenchUpgradedAfterAdoption: mlos_bench's own migrations still
+// apply to an adopted database (they add the columns bench left to them),
+// and bench then records what goes in them.
+func TestMlosBenchUpgradedAfterAdoption(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		cfg, db := mlosDB(t, b, mlosVersions[0])
+		cfg.Logger = quiet
+		s := open(t, cfg)
+		if !s.layout.noTrialRunner || !s.layout.noExpRun {
+			t.Fatalf("layout %+v", s.layout)
+		}
+		s.Close()
+		// What Alembic runs for mlos_bench 0.6.0 -> main: d2a708351ba8
+		// (nothing), f83fb8ae7fc4, 8928a401115b, then the stamp.
+		ts := "DATETIME"
+		if b.name == "postgres" {
+			ts = "TIMESTAMP WITHOUT TIME ZONE"
+		}
+		execAll(t, db, []string{
+			`CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))`,
+			`ALTER TABLE trial ADD COLUMN trial_runner_id INTEGER`,
+			`ALTER TABLE experiment ADD COLUMN ts_start ` + ts,
+			`ALTER TABLE experiment ADD COLUMN ts_end ` + ts,
+			`ALTER TABLE experiment ADD COLUMN status VARCHAR(16)`,
+			`ALTER TABLE experiment ADD COLUMN driver_name VARCHAR(40)`,
+			`ALTER TABLE experiment ADD COLUMN driver_pid INTEGER`,
+			`INSERT INTO alembic_version (version_num) VALUES ('8928a401115b')`,
+		})
+		s = open(t, cfg)
+		if s.layout != (layout{mlos: true}) {
+			t.Fatalf("layout after mlos_bench's upgrade %+v", s.layout)
+		}
+		exp, _, err := s.Experiment(ctx, storage.ExperimentInfo{ID: "mlos-exp", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "1", "mode": "fast"}, TrialRunnerID: 3, Running: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := exp.Finish(ctx, tr.ID, trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := exp.SetStatus(ctx, trial.SUCCEEDED, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := queryStrings(t, db, `SELECT trial_runner_id FROM trial WHERE trial_id = 5`); !slices.Equal(got, []string{"3"}) {
+			t.Errorf("trial_runner_id = %q", got)
+		}
+		if got := queryStrings(t, db, `SELECT status, driver_pid FROM experiment`); !slices.Equal(got, []string{fmt.Sprintf("SUCCEEDED|%d", os.Getpid())}) {
+			t.Errorf("experiment = %q", got)
+		}
+	})
+}
+
+// TestBenchDatabaseLayout: bench's own databases, new or migrated from
+// version 1, are not taken for mlos_bench's.
+func TestBenchDatabaseLayout(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		cfg := b.fresh(t)
+		cfg.Logger = quiet
+		s := open(t, cfg)
+		if s.layout != (layout{}) {
+			t.Errorf("new database: layout %+v", s.layout)
+		}
+		migrateTo(t, s, 1)
+		s.Close()
+		var logs logBuffer
+		cfg.Logger = logs.logger()
+		s = open(t, cfg)
+		if s.layout != (layout{}) {
+			t.Errorf("migrated from version 1: layout %+v", s.layout)
+		}
+		if cur, latest, err := s.SchemaVersion(context.Background()); err != nil || cur != latest {
+			t.Errorf("schema version %d/%d, %v", cur, latest, err)
+		}
+		if strings.Contains(logs.String(), "adopted") {
+			t.Errorf("bench's database adopted:\n%s", logs.String())
+		}
+	})
+}

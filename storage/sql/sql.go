@@ -108,10 +108,13 @@ func Open(ctx context.Context, cfg storage.Config) (*Store, error) {
 		return nil, s.scrub(err)
 	}
 	// Before connect, which may switch an SQLite file to WAL mode: a
-	// database bench must not touch stays as it is.
-	if err := s.refuseForeign(ctx); err != nil {
-		s.Close()
-		return nil, err
+	// database bench must not touch stays as it is. (One that does not
+	// answer is reported by connect.)
+	if s.db.PingContext(ctx) == nil {
+		if err := s.refuseForeign(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if err := s.connect(ctx); err != nil {
 		s.Close()
