@@ -813,3 +813,35 @@ func TestBenchDatabaseLayout(t *testing.T) {
 		}
 	})
 }
+
+// TestMlosBenchAdoptionConcurrent: several bench processes opening an
+// mlos_bench database at the same moment adopt it once.
+func TestMlosBenchAdoptionConcurrent(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		cfg, db := mlosDB(t, b, mlosVersions[1])
+		var logs logBuffer
+		cfg.Logger = logs.logger()
+		const n = 4
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				s, err := Open(context.Background(), cfg)
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		if got := strings.Count(logs.String(), "adopted an mlos_bench database"); got != 1 {
+			t.Errorf("adopted %d times", got)
+		}
+		if got := queryStrings(t, db, `SELECT COUNT(*) FROM bench_schema_version`); !slices.Equal(got, []string{fmt.Sprint(mlosAdoptVersion + 1)}) {
+			t.Errorf("version rows %q", got)
+		}
+	})
+}
