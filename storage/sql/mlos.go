@@ -378,7 +378,8 @@ func (s *Store) adoptMlos(ctx context.Context) error {
 	ddl := strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosAdoptTables)
 	for _, stmt := range strings.Split(ddl, ";") {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fail(strings.Join(strings.Fields(stmt)[:3], " "), err)
+			what, _, _ := strings.Cut(strings.Join(strings.Fields(stmt), " "), " (")
+			return fail(strings.ToLower(strings.TrimSuffix(what, " ON trial")), err)
 		}
 	}
 	store, err := database.NewStore(gd, versionTable)
