@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -214,25 +215,31 @@ func (s *AuthService) keyVaultSecret(ctx context.Context, cred azcore.TokenCrede
 }
 
 // authError shortens azidentity's errors (which quote whole HTTP
-// responses) to their first lines and removes any secret the process
-// knows of from them.
+// responses) to their explanatory lines plus Entra ID's error
+// descriptions, and removes any secret the process knows of from them.
 func (s *AuthService) authError(what string, err error) error {
 	msg := err.Error()
-	lines := strings.Split(msg, "\n")
 	var keep []string
-	for _, l := range lines {
+	for _, l := range strings.Split(msg, "\n") {
 		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "---") {
+		if l == "" || strings.HasPrefix(l, "---") || strings.HasPrefix(l, "{") || strings.HasPrefix(l, "}") ||
+			strings.HasPrefix(l, "\"") || strings.HasPrefix(l, "[") || strings.HasPrefix(l, "]") || strings.HasPrefix(l, "To troubleshoot") ||
+			strings.Trim(l, "0123456789,") == "" {
 			continue
 		}
 		keep = append(keep, l)
-		if len(keep) == 6 {
+		if len(keep) == 8 {
 			break
 		}
+	}
+	for _, m := range descRE.FindAllStringSubmatch(msg, 3) {
+		keep = append(keep, m[1])
 	}
 	msg = redactSecrets(strings.Join(keep, "; "))
 	return fmt.Errorf("azure auth: %s: %s", what, msg)
 }
+
+var descRE = regexp.MustCompile(`"error_description":\s*"([^"]*)"`)
 
 // redactSecrets removes the values of the credential environment variables
 // azidentity reads from a message.

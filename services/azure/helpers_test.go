@@ -34,7 +34,8 @@ func StartFake(t testing.TB, opts armfake.Options) *armfake.Server {
 		t.Fatal(err)
 	}
 	for _, k := range credentialEnv {
-		t.Setenv(k, "")
+		t.Setenv(k, "") // restored when the test ends
+		os.Unsetenv(k)
 	}
 	t.Setenv("PATH", "/usr/bin:/bin") // no az / azd CLI in the default chain
 	t.Setenv(EnvTestEndpoint, srv.URL())
