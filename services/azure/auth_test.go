@@ -179,7 +179,7 @@ func TestAuthServicePrincipalCertificate(t *testing.T) {
 	_, otherPEM := testCert(t)
 	srv := StartFake(t, armfake.Options{ClientID: testClientID, ClientCert: cert, IdentityHeader: "hdr-1234",
 		KeyVaultSecrets: map[string]string{"bench-kv/bench-sp-cert": secret, "bench-kv/other-cert": base64.StdEncoding.EncodeToString(otherPEM)},
-		RetryAfter: "0"})
+		RetryAfter:      "0"})
 	t.Setenv("IDENTITY_ENDPOINT", srv.URL()+"/msi/token")
 	t.Setenv("IDENTITY_HEADER", "hdr-1234")
 	cfg := map[string]any{"spClientId": testClientID, "keyVaultName": "bench-kv", "certName": "bench-sp-cert", "tenant": srv.Tenant()}
