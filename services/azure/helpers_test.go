@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/armfake"
 	"github.com/benchtune/bench/services"
 )
@@ -66,6 +67,10 @@ func testdataDir(t testing.TB) string {
 // newSvc builds a service of class through the registry on top of auth.
 func newSvc(t testing.TB, class string, cfg map[string]any, globals map[string]any, auth services.Auth) (any, error) {
 	t.Helper()
+	// As environments.Builder does: globals replace the config's keys.
+	if err := configs.MergeParameters(cfg, globals, nil, ""); err != nil {
+		t.Fatal(err)
+	}
 	var parent *services.Stack
 	if auth != nil {
 		parent = services.NewStack(auth)
