@@ -167,6 +167,9 @@ func (s *Server) RunCommands() []RunCommand {
 }
 
 func (s *Server) opURL(id string) string {
+	if s.opBase != "" {
+		return s.opBase + "/subscriptions/" + s.opts.Subscription + "/providers/Microsoft.Fake/operations/" + id + "?api-version=fake"
+	}
 	return s.URL() + "/subscriptions/" + s.opts.Subscription + "/providers/Microsoft.Fake/operations/" + id + "?api-version=fake"
 }
 

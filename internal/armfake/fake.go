@@ -70,6 +70,10 @@ type Options struct {
 	// Polls is how many status polls report an operation in progress
 	// before it completes (default 1; negative: 0).
 	Polls int
+	// FixedTokens, by audience, are the token values issued for that
+	// audience (instead of random ones), so that another fake (Azure Files)
+	// can be told which token to accept.
+	FixedTokens map[string]string
 	// RetryAfter, when set, is sent as Retry-After on accepted operations
 	// and on polls of operations in progress.
 	RetryAfter string
@@ -97,6 +101,7 @@ type Server struct {
 	calls       []string // "METHOD /path"
 	seq         int
 	scriptDir   string
+	opBase      string
 }
 
 type token struct {
@@ -177,6 +182,9 @@ func (s *Server) issueLocked(audience string, lifetime time.Duration) string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	t := "fake." + hex.EncodeToString(b)
+	if f, ok := s.opts.FixedTokens[audience]; ok {
+		t = f
+	}
 	s.tokens[t] = token{audience: audience, expires: time.Now().Add(lifetime)}
 	return t
 }
@@ -359,4 +367,12 @@ func (s *Server) ScriptDir(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scriptDir = dir
+}
+
+// OperationsAt makes the operation URLs of later answers point at base
+// (another host), to test that clients do not follow them with a token.
+func (s *Server) OperationsAt(base string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opBase = base
 }

@@ -300,6 +300,10 @@ func (c *armClient) send(ctx context.Context, method, target string, body any, o
 	u := target
 	if strings.HasPrefix(target, "/") {
 		u = c.base + target
+	} else if !sameHost(u, c.base) {
+		// An operation or next-page URL from a response: the token goes
+		// to the ARM endpoint only.
+		return nil, fmt.Errorf("%s %s: refusing to follow a URL on another host than %s", method, pathOnly(u), c.base)
 	}
 	req, err := runtime.NewRequest(ctx, method, u)
 	if err != nil {
@@ -337,6 +341,13 @@ func (c *armClient) send(ctx context.Context, method, target string, body any, o
 		}
 	}
 	return r, errorFromBody(method, p, resp.StatusCode, data)
+}
+
+// sameHost reports whether two URLs have the same scheme and host.
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // pathOnly drops the scheme, host and query of a URL (for messages).

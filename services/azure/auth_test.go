@@ -11,12 +11,15 @@ import (
 	"encoding/pem"
 	"log/slog"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benchtune/bench/internal/armfake"
+	"github.com/benchtune/bench/internal/azfilesfake"
 	"github.com/benchtune/bench/services"
 )
 
@@ -254,5 +257,45 @@ func TestAuthFailures(t *testing.T) {
 	_, err = newSvc(t, AuthClassFull, map[string]any{"tokenRequestInterval": "soon"}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "/config/tokenRequestInterval") {
 		t.Errorf("error = %v", err)
+	}
+}
+
+// TestAuthForAzureFiles: AzureFileShareService without a key or SAS takes
+// a storage-scoped token from AzureAuthService (mlos_bench's
+// service-auth.jsonc), which the Azure Files fake accepts.
+func TestAuthForAzureFiles(t *testing.T) {
+	const storageToken = "storage-token-from-entra-id"
+	srv := StartFake(t, armfake.Options{ClientID: testClientID, ClientSecret: testSecret,
+		FixedTokens: map[string]string{armfake.AudienceStorage: storageToken}})
+	t.Setenv("AZURE_CLIENT_ID", testClientID)
+	t.Setenv("AZURE_CLIENT_SECRET", testSecret)
+	t.Setenv("AZURE_TENANT_ID", srv.Tenant())
+	files := newFake(t, azfilesfake.Options{Token: storageToken, TLS: true})
+	auth := newAuth(t, map[string]any{"tokenRequestInterval": 300})
+	// Through the registry, as a config listing service-auth.jsonc first.
+	svc, err := services.New(t.Context(), services.Spec{Class: FileShareClassShort,
+		Config: map[string]any{"storageAccountName": files.Account(), "storageFileShareName": "bench-share"},
+		Parent: services.NewStack(auth)})
+	if err != nil || svc.(*FileShareService).authKind != "token" {
+		t.Fatalf("%v %v", svc, err)
+	}
+	s, err := NewFileShareService(FileShareConfig{StorageAccountName: files.Account(), StorageFileShareName: "bench-share",
+		StorageEndpoint: files.Endpoint()}, Options{Transport: files.Client(), Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "f.txt")
+	if err := os.WriteFile(f, []byte("via Entra ID"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Upload(t.Context(), nil, f, "t/f.txt", false); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := files.Tree("bench-share")
+	if string(got["t/f.txt"]) != "via Entra ID" {
+		t.Errorf("share content %v", got)
+	}
+	if n := srv.TokenRequests(); n != 1 {
+		t.Errorf("%d token requests", n)
 	}
 }

@@ -299,7 +299,7 @@ func (s *VMService) RemoteExec(ctx context.Context, req services.RemoteExecReque
 		}
 		iv := doc.Properties.InstanceView
 		switch iv.ExecutionState {
-		case "Running", "Pending", "":
+		case "Running", "Pending", "Unknown", "":
 			if time.Now().After(deadline) {
 				return services.ExecResult{}, fmt.Errorf("%s: %w: still %s after %s", what, services.ErrTimeout, strings.ToLower(cmpOr(iv.ExecutionState, "pending")), timeout)
 			}

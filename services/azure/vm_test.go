@@ -294,6 +294,20 @@ func TestVMAuthFailures(t *testing.T) {
 			}
 		})
 	}
+	// An operation URL on another host is not followed (the token would go
+	// there).
+	svc0, err := newSvc(t, VMClassShort, vmConfig(srv), map[string]any{"vmName": "auth-vm"}, armAuth(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc0.(*VMService).ProvisionHost(ctx, services.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.OperationsAt("https://elsewhere.example")
+	err = svc0.(*VMService).StartHost(ctx, services.Params{})
+	if err == nil || !strings.Contains(err.Error(), "refusing to follow a URL on another host") {
+		t.Errorf("error = %v", err)
+	}
 	// The token is never sent over plain HTTP.
 	t.Setenv(EnvTestEndpoint, "http://127.0.0.1:1")
 	svc, err := newSvc(t, VMClassShort, vmConfig(srv), map[string]any{"vmName": "auth-vm"}, armAuth(srv))
