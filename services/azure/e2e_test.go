@@ -105,9 +105,10 @@ func (e *e2e) build(t *testing.T, spec string, extra map[string]any, topServices
 	return env, g
 }
 
-// TestE2EVMBoot provisions a VM (VMEnv) with a tunable VM size, then runs a
-// benchmark script on it through Run Command (RemoteEnv with wait_boot),
-// reads its result, and tears everything down.
+// TestE2EVMBoot provisions a VM (VMEnv) with a tunable VM size, boots it
+// (OSEnv), runs a benchmark script on it through Run Command (RemoteEnv
+// with wait_boot), reads its result, tears everything down, and sets it up
+// again with another VM size, then another boot parameter (reboot).
 func TestE2EVMBoot(t *testing.T) {
 	e := setupE2E(t, armfake.Options{Polls: 2})
 	ctx := context.Background()
@@ -152,14 +153,16 @@ func TestE2EVMBoot(t *testing.T) {
 	if _, err := os.Stat("/tmp/should-not-exist-bench-azure"); err == nil {
 		t.Error("a parameter value was executed")
 	}
-	// wait_boot started the VM through AzureVMService.
-	if e.srv.CountCalls("POST", "/virtualMachines/bench-test-vm/start") != 1 {
-		t.Error("the VM was not started for wait_boot")
+	// The OSEnv and the RemoteEnv's wait_boot started the VM through
+	// AzureVMService.
+	if n := e.srv.CountCalls("POST", "/virtualMachines/bench-test-vm/start"); n != 2 {
+		t.Errorf("%d starts, want 2 (OSEnv, wait_boot)", n)
 	}
 	if err := env.Teardown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if vm, _ := e.srv.VM("bench-test-vm"); vm.Power != "deallocated" {
+	// OSEnv's teardown shut the VM down, VMEnv's deallocated it.
+	if vm, _ := e.srv.VM("bench-test-vm"); vm.Power != "deallocated" || e.srv.CountCalls("POST", "/powerOff") != 1 {
 		t.Errorf("after teardown the VM is %s", vm.Power)
 	}
 	// A second trial with another VM size: the deployment is re-run in place.
@@ -171,6 +174,16 @@ func TestE2EVMBoot(t *testing.T) {
 	}
 	if vm, _ := e.srv.VM("bench-test-vm"); vm.Size != "Standard_B4ms" {
 		t.Errorf("VM size %s after the second setup", vm.Size)
+	}
+	// A third with another boot parameter: OSEnv reboots the VM.
+	if err := tun.Assign(map[string]any{"idle": "mwait"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Setup(ctx, tun, g); err != nil {
+		t.Fatalf("third setup: %v", err)
+	}
+	if n := e.srv.CountCalls("POST", "/virtualMachines/bench-test-vm/restart"); n != 1 {
+		t.Errorf("%d restarts, want 1 (boot tunable changed)", n)
 	}
 }
 
