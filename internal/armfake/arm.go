@@ -578,7 +578,9 @@ func (s *Server) serveVMLocked(w http.ResponseWriter, r *http.Request, a armPath
 			target = "deallocated"
 		}
 		s.startOpLocked(w, http.StatusAccepted, vm.Name, nil, func() string {
-			vm.Power = target
+			if !s.frozen[vm.Name] {
+				vm.Power = target
+			}
 			return ""
 		})
 		return nil

@@ -90,6 +90,7 @@ type Server struct {
 	faults      []*fault
 	stuck       map[string]bool // resource names whose operations never complete
 	failing     map[string]bool // resource names whose operations fail
+	frozen      map[string]bool // VMs whose power state operations do not change
 	ops         map[string]*operation
 	deployments map[string]*deployment
 	vms         map[string]*VM
@@ -135,7 +136,7 @@ func New(opts Options) *Server {
 	} else if opts.Polls < 0 {
 		opts.Polls = 0
 	}
-	s := &Server{opts: opts, tokens: map[string]token{}, stuck: map[string]bool{}, failing: map[string]bool{},
+	s := &Server{opts: opts, tokens: map[string]token{}, stuck: map[string]bool{}, failing: map[string]bool{}, frozen: map[string]bool{},
 		ops: map[string]*operation{}, deployments: map[string]*deployment{}, vms: map[string]*VM{},
 		vnets: map[string]map[string]any{}, others: map[string]map[string]any{}, servers: map[string]*DBServer{}, runCmds: map[string]*RunCommand{}}
 	s.srv = httptest.NewTLSServer(s)
@@ -212,6 +213,14 @@ func (s *Server) Stick(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stuck[name] = true
+}
+
+// FreezePower makes the VM's actions succeed without changing its power
+// state (a VM that never reaches the state asked for).
+func (s *Server) FreezePower(vm string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen[vm] = true
 }
 
 // FailOperations makes operations on the named resource end Failed.

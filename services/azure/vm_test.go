@@ -235,6 +235,20 @@ func TestVMNeverReachesState(t *testing.T) {
 	if el := time.Since(start); el < 400*time.Millisecond || el > 5*time.Second {
 		t.Errorf("gave up after %s, want about pollTimeout (0.5 s)", el)
 	}
+	// An operation that succeeds but leaves the VM in another power state:
+	// the service waits for the state, then times out saying which it is.
+	if _, err := vm.ProvisionHost(ctx, services.Params{"vmName": "frozen-vm"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.SetPower("frozen-vm", "stopped")
+	srv.FreezePower("frozen-vm")
+	err = vm.StartHost(ctx, services.Params{"vmName": "frozen-vm"})
+	if !errors.Is(err, services.ErrTimeout) || !strings.Contains(err.Error(), "the VM is stopped, not running") {
+		t.Fatalf("error = %v", err)
+	}
+	if n := srv.CountCalls(http.MethodGet, "/virtualMachines/frozen-vm/instanceView"); n < 3 {
+		t.Errorf("the power state was read %d times", n)
+	}
 	// A deployment that never finishes times out the same way.
 	srv.Stick("stuck-vm-2-deployment")
 	_, err = vm.ProvisionHost(ctx, services.Params{"vmName": "stuck-vm-2"})
