@@ -141,7 +141,7 @@ func (s *AuthService) credentialLocked(ctx context.Context) (azcore.TokenCredent
 		return s.cred, nil
 	}
 	def, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-		ClientOptions: s.copts, DisableInstanceDiscovery: testMode(), TenantID: s.cfg.Tenant})
+		ClientOptions: s.copts, DisableInstanceDiscovery: testMode()})
 	if err != nil {
 		return nil, s.authError("set up the default Azure credential", err)
 	}

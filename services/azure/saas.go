@@ -145,8 +145,8 @@ func (s *SaaSService) Configure(ctx context.Context, params services.Params, set
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	deadline := time.Now().Add(s.arm.pollTimeout)
 	if s.batch {
+		deadline := time.Now().Add(s.arm.pollTimeout)
 		vals := make([]any, 0, len(names))
 		for _, k := range names {
 			vals = append(vals, map[string]any{"name": k, "properties": map[string]any{"value": configs.PyStr(settings[k])}})
@@ -167,7 +167,8 @@ func (s *SaaSService) Configure(ctx context.Context, params services.Params, set
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := s.arm.waitAsync(ctx, r, what, deadline); err != nil {
+		// pollTimeout bounds each parameter's change.
+		if err := s.arm.waitAsync(ctx, r, what, time.Now().Add(s.arm.pollTimeout)); err != nil {
 			return err
 		}
 	}
