@@ -432,3 +432,44 @@ func FuzzPySplit(f *testing.F) {
 		}
 	})
 }
+
+// The table of surprises in docs/local-services.md shows, for each line,
+// the text the shell runs: it must be what mlosText gives.
+func TestMlosTextDocTable(t *testing.T) {
+	data, err := os.ReadFile("../../docs/local-services.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	start := strings.Index(doc, "#### The surprises")
+	if start < 0 {
+		t.Fatal("no table of surprises in docs/local-services.md")
+	}
+	doc = doc[start:]
+	doc = doc[:strings.Index(doc[1:], "\n#### ")+1]
+	r := &resolver{searchPath: []string{t.TempDir()}, python: "python3"}
+	rows := 0
+	for _, row := range strings.Split(doc, "\n") {
+		cells := strings.Split(row, " | ")
+		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| `") || strings.Contains(cells[0], "⏎") {
+			continue
+		}
+		line := strings.TrimSuffix(strings.TrimPrefix(cells[0], "| `"), "`")
+		want := cells[1]
+		got, err := r.mlosText(line)
+		switch {
+		case want == "none":
+			if err == nil {
+				t.Errorf("%q: split to %q, the docs say it fails", line, got)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", line, err)
+		case "`"+got+"`" != want:
+			t.Errorf("%q: the shell runs `%s`, the docs say %s", line, got, want)
+		}
+		rows++
+	}
+	if rows < 15 {
+		t.Errorf("only %d rows found", rows)
+	}
+}
