@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/environments/internal/script"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
+	svclocal "github.com/benchtune/bench/services/local"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -189,6 +191,11 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 	if e.verbatim, err = shellLines(spec); err != nil {
 		return nil, err
 	}
+	if !e.verbatim {
+		if err := checkLines(sc, cfgRef, spec.Name); err != nil {
+			return nil, err
+		}
+	}
 	if spec.Builder != nil {
 		e.loader = spec.Builder.Loader
 	}
@@ -250,6 +257,21 @@ func shellLines(spec environments.Spec) (bool, error) {
 		return verbatim, nil
 	}
 	return false, nil
+}
+
+// checkLines reports, with its place in the config, a line that cannot be
+// split into words as mlos_bench splits it (an unterminated quote, a
+// backslash at the end), before anything runs.
+func checkLines(sc *script.Config, cfgRef source.Ref, name string) error {
+	for _, phase := range []string{"setup", "run", "teardown"} {
+		for i, line := range sc.Lines(phase) {
+			if err := svclocal.CheckLine(line); err != nil {
+				return cfgRef.Child(phase).Index(i).Errorf("environment %q: the line cannot be split into words as mlos_bench splits it (Python's shlex: %v); close the quote or escape the last backslash, or set %q: %q to hand lines to the shell as written",
+					name, err, ShellLinesKey, ShellLinesVerbatim)
+			}
+		}
+	}
+	return nil
 }
 
 func deref(s *string) string {

@@ -64,12 +64,24 @@ func TestShellLinesBadValue(t *testing.T) {
 	}
 }
 
-// A line Python's shlex cannot split fails the trial with the reason.
-func TestShellLinesSplitErrorFailsTheTrial(t *testing.T) {
+// A line that Python's shlex cannot split is a config error at its place,
+// before anything runs; verbatim lines are the shell's business.
+func TestShellLinesSplitErrorAtLoad(t *testing.T) {
 	f := envtest.New(t, nil)
-	env := localEnv(t, f, map[string]any{"run": []string{"echo 'unterminated"}}, nil)
+	cfg := map[string]any{"setup": []string{"true"}, "run": []string{"true", `echo 'unterminated`}}
+	_, err := f.TryBuild(envJSON(t, "mlos_bench.environments.LocalEnv", "e", cfg), nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"/config/run/1", "No closing quotation", `"bench_shell_lines": "verbatim"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	cfg["bench_shell_lines"] = "verbatim"
+	env := localEnv(t, f, cfg, nil)
 	res, _ := envtest.Trial(t, env, f.Tunables, nil)
-	if res.Status != environments.FAILED || !strings.Contains(res.Reason, "No closing quotation") {
-		t.Errorf("status %s, reason %q", res.Status, res.Reason)
+	if res.Status != environments.FAILED || !strings.Contains(res.Reason, "exited with code 2") {
+		t.Errorf("verbatim: status %s, reason %q", res.Status, res.Reason)
 	}
 }

@@ -179,6 +179,15 @@ func pySplit(line string) ([]string, error) {
 	}
 }
 
+// CheckLine returns the error LocalExec would give for line when it splits
+// it into words as mlos_bench does (not for verbatim lines): Python's
+// shlex message, "No closing quotation" or "No escaped character", or nil.
+// Environments call it to report such a line when their config is loaded.
+func CheckLine(line string) error {
+	_, err := pySplit(line)
+	return err
+}
+
 // isSeparator reports a token that mlos_bench takes for a separator
 // between sub-commands: one whose first character is a punctuation
 // character. The empty token counts too, since Python finds the empty
