@@ -54,11 +54,10 @@ func (r *resolver) mlosText(line string) (string, error) {
 // mlosCommand returns the replacement text for the first token of a
 // sub-command (whatever it is: a command, an argument after an empty
 // token, the target of a redirection), looked up as mlos_bench's config
-// loader does: an absolute
-// token as it is; a relative one under each search-path folder in turn,
-// where the first folder in which the path exists (a file or a folder)
-// wins, symbolic links resolved; else relative to the working folder.
-// Only a regular file is replaced.
+// loader does: an absolute token as it is; a relative one under each
+// search-path folder in turn, where the first folder in which the path
+// exists (as a file or a folder) wins, symbolic links resolved; else
+// relative to bench's working folder. Only a regular file is replaced.
 func (r *resolver) mlosCommand(tok string) (string, bool) {
 	if tok == "" {
 		return "", false
