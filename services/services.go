@@ -41,6 +41,11 @@ type ExecRequest struct {
 	LineTimeout time.Duration
 	// Live, when set, receives output lines as they are produced.
 	Live io.Writer
+	// Verbatim hands each line to the shell as it is written (bench only:
+	// bench_shell_lines "verbatim"), apart from the script names resolved
+	// on the search path. Without it, lines are split into words and
+	// joined again as mlos_bench does, which removes their quotes.
+	Verbatim bool
 }
 
 // LineResult is the outcome of one command line.

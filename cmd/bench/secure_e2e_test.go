@@ -27,7 +27,7 @@ func TestSecretsKeptSecret(t *testing.T) {
 		"config": {
 			"const_args": {"db_password": "placeholder", "license_code": "none", "marker_dir": "`+dir+`"},
 			"shell_env_params": ["db_password", "license_code", "marker_dir"],
-			"setup": ["printf '%s %s' \"$db_password\" \"$license_code\" > \"$marker_dir/seen.txt\""],
+			"setup": ["'printf \"%s %s\" \"$db_password\" \"$license_code\" > \"$marker_dir/seen.txt\"'"],
 			"run": ["run.sh $db_password"]
 		}
 	}`, 0o644)

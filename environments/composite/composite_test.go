@@ -644,7 +644,7 @@ func TestLaterChildMetricWins(t *testing.T) {
 		return map[string]any{
 			"name": name, "class": "mlos_bench.environments.local.local_env.LocalEnv",
 			"config": map[string]any{
-				"run":               []string{"printf 'metric,value\\nscore," + score + "\\nonly_" + name + ",1\\n' > out.csv"},
+				"run":               []string{"printf \"'metric,value\\nscore," + score + "\\nonly_" + name + ",1\\n'\" > out.csv"},
 				"read_results_file": "out.csv",
 				// Built-in measurements aside: only the user's metrics here.
 				"bench_measurements": false,
