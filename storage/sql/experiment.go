@@ -33,19 +33,15 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 		stored  storage.ExperimentInfo
 	)
 	err = s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `INSERT INTO experiment
+		var err error
+		_, created, err = r.insertNew(ctx, `INSERT INTO experiment
 			(exp_id, description, root_env_config, git_repo, git_commit, ts_start, status, driver_name, driver_pid, notes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (exp_id) DO NOTHING`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, "exp_id",
 			info.ID, clean(info.Description), clean(info.RootEnvConfig), clean(info.GitRepo), clean(info.GitCommit),
 			s.dialect.ts(now), trial.PENDING.String(), clean(host), pid, encodeNotes(mergeNotes(nil, info.Notes)))
 		if err != nil {
 			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
-		}
-		created = n == 1
 		if created {
 			rows := make([][]any, len(objectives))
 			for i, o := range objectives {
