@@ -40,15 +40,19 @@ import (
 )
 
 func init() {
-	storage.RegisterBackend("sqlite", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
-		return Open(ctx, cfg)
-	})
-	storage.RegisterBackend("postgresql", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
-		return Open(ctx, cfg)
-	})
-	storage.RegisterBackend("mysql", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
-		return Open(ctx, cfg)
-	})
+	storage.RegisterBackend("sqlite", openStorage)
+	storage.RegisterBackend("postgresql", openStorage)
+	storage.RegisterBackend("mysql", openStorage)
+}
+
+// openStorage is Open for storage.Open: a failure is a nil Storage, not a
+// Storage holding a nil *Store (which callers would try to close).
+func openStorage(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Store is the SQL implementation of storage.Storage.

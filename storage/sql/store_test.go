@@ -902,8 +902,11 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("error shows the password: %v", err)
 			}
 			// The same through the registry.
-			_, err = storage.Open(ctx, tc.cfg)
+			st, err := storage.Open(ctx, tc.cfg)
 			wantErr(t, err, tc.target, tc.name+" via storage.Open")
+			if st != nil {
+				t.Errorf("storage.Open failed and returned a non-nil Storage %#v", st)
+			}
 		})
 	}
 }
