@@ -34,7 +34,7 @@ const maxCachedStmts = 256
 // (preparing needs a connection, and the transaction may hold the only
 // one).
 func (r runner) stmt(ctx context.Context, q string) *dbsql.Stmt {
-	if r.tx == nil || r.db == nil {
+	if r.tx == nil || r.db == nil || !r.s.dialect.cachesStmts() {
 		return nil
 	}
 	key := stmtKey{r.db, q}

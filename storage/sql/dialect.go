@@ -44,6 +44,8 @@ type dialect interface {
 	// returning reports whether UPDATE ... RETURNING and INSERT ...
 	// RETURNING are supported.
 	returning() bool
+	// cachesStmts reports whether runner keeps prepared statements.
+	cachesStmts() bool
 	// serializesWriters reports whether the database allows a single writer.
 	serializesWriters() bool
 	// skipLocked is the suffix of a SELECT that locks the rows it returns
@@ -83,6 +85,7 @@ func (postgresDialect) readTx() *dbsql.TxOptions {
 func (postgresDialect) writeTx() *dbsql.TxOptions { return nil }
 func (postgresDialect) retry(error) bool          { return false }
 func (postgresDialect) returning() bool           { return true }
+func (postgresDialect) cachesStmts() bool         { return true }
 func (postgresDialect) ignoreDup(cols string) string {
 	return " ON CONFLICT (" + cols + ") DO NOTHING"
 }
@@ -91,6 +94,7 @@ func (postgresDialect) upsert(cols string, set ...string) string { return onConf
 func (sqliteDialect) writeTx() *dbsql.TxOptions { return nil }
 func (sqliteDialect) retry(error) bool          { return false }
 func (sqliteDialect) returning() bool           { return true }
+func (sqliteDialect) cachesStmts() bool         { return true }
 func (sqliteDialect) ignoreDup(cols string) string {
 	return " ON CONFLICT (" + cols + ") DO NOTHING"
 }
@@ -119,6 +123,13 @@ func (mysqlDialect) serializesWriters() bool { return false }
 func (mysqlDialect) skipLocked() string      { return " FOR UPDATE SKIP LOCKED" }
 func (mysqlDialect) clockQuery() string      { return "SELECT UTC_TIMESTAMP(6)" }
 func (mysqlDialect) returning() bool         { return false }
+
+// cachesStmts: a MySQL server holds at most max_prepared_stmt_count
+// (16382 by default) prepared statements for all its clients together,
+// which many bench workers with a statement cache per connection could
+// use up; the driver puts the arguments into the statement text instead
+// (interpolateParams), one round trip per statement.
+func (mysqlDialect) cachesStmts() bool { return false }
 func (mysqlDialect) readTx() *dbsql.TxOptions {
 	return &dbsql.TxOptions{ReadOnly: true, Isolation: dbsql.LevelRepeatableRead}
 }

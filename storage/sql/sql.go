@@ -309,10 +309,14 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 	// address, so that no parse error can echo the password; the rest is
 	// set on the parsed config.
 	q := url.Values{}
+	var socket string
 	for k, v := range cfg.Query {
 		switch strings.ToLower(k) {
 		case "password", "passwd", "user", "username":
 			return fmt.Errorf("%w: give the mysql %s as the %q key, not in query", storage.ErrInvalid, k, strings.ToLower(k))
+		case "unix_socket": // SQLAlchemy's MySQL drivers' name for it
+			socket = v
+			continue
 		}
 		q.Set(k, v)
 	}
@@ -328,9 +332,12 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 	if host == "" {
 		host = "localhost"
 	}
-	if strings.HasPrefix(host, "/") {
+	switch {
+	case socket != "":
+		mc.Net, mc.Addr = "unix", socket
+	case strings.HasPrefix(host, "/"):
 		mc.Net, mc.Addr = "unix", host
-	} else {
+	default:
 		port := cfg.Port
 		if port == 0 {
 			port = 3306
@@ -344,6 +351,9 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 	// RowsAffected counts the rows an UPDATE matched, as on the other
 	// databases, not only those whose values changed.
 	mc.ClientFoundRows = true
+	// The driver escapes the arguments into the statement (utf8mb4) rather
+	// than preparing each statement on the server (see cachesStmts).
+	mc.InterpolateParams = true
 	if mc.Params == nil {
 		mc.Params = map[string]string{}
 	}

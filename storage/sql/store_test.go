@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/benchtune/bench/trial"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -999,6 +1000,21 @@ func TestMySQLPasswordHidden(t *testing.T) {
 	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
 		if out := fmt.Sprintf(f, cfg); strings.Contains(out, secret) {
 			t.Errorf("Sprintf(%s, cfg) shows the password: %s", f, out)
+		}
+	}
+}
+
+// TestMySQLSocket: a Unix socket is given as the host or, as SQLAlchemy's
+// MySQL drivers take it, as query.unix_socket.
+func TestMySQLSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	for _, cfg := range []storage.Config{
+		{DriverName: "mysql", Host: sock, Database: "x", Password: "hunter2"},
+		{DriverName: "mysql+pymysql", Database: "x", Password: "hunter2", Query: map[string]string{"unix_socket": sock}},
+	} {
+		_, err := Open(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "mysql @"+sock+"/x") || !strings.Contains(err.Error(), "dial unix") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%v) = %v, want a failure to dial %s", cfg, err, sock)
 		}
 	}
 }
