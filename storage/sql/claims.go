@@ -51,8 +51,9 @@ const clockRefresh = time.Minute
 // now is the current time on the database's clock, which all the processes
 // sharing the database agree on: leases are set and compared with it. An
 // SQLite database is on this machine and shares its clock. For PostgreSQL
-// and MySQL the offset of the server's clock is measured (one query) at most once
-// per clockRefresh; between measurements the local monotonic clock counts.
+// and MySQL the offset of the server's clock is measured (one query) at
+// most once per clockRefresh; between measurements the local monotonic
+// clock counts.
 func (s *Store) now(ctx context.Context) (time.Time, error) {
 	q := s.dialect.clockQuery()
 	if q == "" {
@@ -79,9 +80,9 @@ func placeholders(n int) string {
 }
 
 // Claim takes up to limit claimable trials for the view's owner. The
-// selection and the update are one statement in one write transaction:
-// on SQLite the transaction holds the database's write lock from its
-// start (BEGIN IMMEDIATE), so claims run one after the other; on
+// selection and the update are one statement (two on MySQL) in one write
+// transaction: on SQLite the transaction holds the database's write lock
+// from its start (BEGIN IMMEDIATE), so claims run one after the other; on
 // PostgreSQL and MySQL the rows selected are locked, and rows another claim
 // holds are skipped (FOR UPDATE SKIP LOCKED), and a row another claim took
 // in the meantime no longer meets the condition when it is locked.
