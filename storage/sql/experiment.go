@@ -40,16 +40,12 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 			cols += ", ts_start, status, driver_name, driver_pid"
 			args = append(args, s.dialect.ts(now), trial.PENDING.String(), s.driverName(host), pid)
 		}
-		res, err := r.exec(ctx, `INSERT INTO experiment (`+cols+`) VALUES (`+
-			strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")+`) ON CONFLICT (exp_id) DO NOTHING`, args...)
+		var err error
+		_, created, err = r.insertNew(ctx, `INSERT INTO experiment (`+cols+`) VALUES (`+
+			strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")+`)`, "exp_id", args...)
 		if err != nil {
 			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
-		}
-		created = n == 1
 		if created {
 			rows := make([][]any, len(objectives))
 			for i, o := range objectives {

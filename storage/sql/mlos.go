@@ -457,9 +457,9 @@ func (s *Store) trialCols() string {
 // insertion order (id); mlos_bench's one status per timestamp.
 func (s *Store) historyConflict() string {
 	if s.layout.mlos {
-		return " ON CONFLICT (exp_id, trial_id, ts) DO NOTHING"
+		return s.dialect.ignoreDup("exp_id, trial_id, ts")
 	}
-	return " ON CONFLICT (exp_id, trial_id, ts, status) DO NOTHING"
+	return s.dialect.ignoreDup("exp_id, trial_id, ts, status")
 }
 
 func (s *Store) historyOrder() string {

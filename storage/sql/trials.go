@@ -203,8 +203,7 @@ func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.Tria
 
 // configID finds the configuration stored under hash, or stores it.
 func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
-	var id int64
-	err := r.queryRow(ctx, `INSERT INTO config (config_hash) VALUES (?) ON CONFLICT (config_hash) DO NOTHING RETURNING config_id`, hash).Scan(&id)
+	id, err := e.insertConfig(ctx, r, hash)
 	if err == nil {
 		rows := make([][]any, 0, len(params))
 		for _, k := range sortedKeys(params) {
@@ -237,6 +236,25 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 			storage.ErrInvalid, hash, id, stored, params)
 	}
 	return id, nil
+}
+
+// insertConfig stores a new configuration hash and returns its id, or
+// dbsql.ErrNoRows when the hash is already stored.
+func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (int64, error) {
+	q := `INSERT INTO config (config_hash) VALUES (?)`
+	if e.s.dialect.returning() {
+		var id int64
+		err := r.queryRow(ctx, q+e.s.dialect.ignoreDup("config_hash")+` RETURNING config_id`, hash).Scan(&id)
+		return id, err
+	}
+	res, inserted, err := r.insertNew(ctx, q, "config_hash", hash)
+	if err != nil {
+		return 0, err
+	}
+	if !inserted {
+		return 0, dbsql.ErrNoRows
+	}
+	return res.LastInsertId()
 }
 
 // addHistory adds status changes at ts, in order, to a trial's history.
@@ -475,7 +493,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) err
 		return err
 	}
 	if err := r.insertRows(ctx, "trial_telemetry", []string{"exp_id", "trial_id", "ts", "metric_id", "metric_value"}, fin.telemetry,
-		" ON CONFLICT (exp_id, trial_id, ts, metric_id) DO NOTHING"); err != nil {
+		e.s.dialect.ignoreDup("exp_id, trial_id, ts, metric_id")); err != nil {
 		return err
 	}
 	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
