@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/benchtune/bench/configs/source"
@@ -221,11 +222,53 @@ func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
 	data, err := l.ReadFile(resolved)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &source.Error{File: spec, Msg: fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(l.paths, ", "))}
+			return nil, &source.Error{File: spec, Err: &NotFoundError{Spec: spec, Searched: l.Paths()}}
 		}
 		return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: err}
 	}
 	return source.Parse(resolved, data)
+}
+
+// NotFoundError is the error of a config file that is on no folder of the
+// search path (nor among the built-in configs).
+type NotFoundError struct {
+	Spec string
+	// Searched are the search path folders (the built-in configs come
+	// after them).
+	Searched []string
+}
+
+func (e *NotFoundError) Error() string {
+	return withHint(fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(e.Searched, ", ")), e.Spec)
+}
+
+// LocateNotFound re-locates err at the list entry that names the missing
+// file: when err (or what it wraps) is a NotFoundError for one of specs,
+// the error returned names the file, line, column and JSON path of that
+// entry of the list that list points at. Other errors, and errors already
+// located (a file missing from a nested include), are returned unchanged.
+func LocateNotFound(err error, list source.Ref, specs []string) error {
+	return relocate(err, func(spec string) (source.Ref, bool) {
+		i := slices.Index(specs, spec)
+		return list.Index(i), i >= 0 && list.Doc != nil
+	})
+}
+
+// relocate re-locates a missing-file error at the config value at returns
+// for its file name (when at finds one).
+func relocate(err error, at func(spec string) (source.Ref, bool)) error {
+	var nf *NotFoundError
+	var located *source.Error
+	if err == nil || !errors.As(err, &nf) || (errors.As(err, &located) && located.Pos.Line > 0) {
+		return err
+	}
+	ref, ok := at(nf.Spec)
+	if !ok {
+		return err
+	}
+	e := ref.Errorf("included file %q", nf.Spec)
+	e.Err = nf
+	return e
 }
 
 // Load reads a config and validates it against the schema of kind.

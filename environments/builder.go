@@ -211,7 +211,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 		return nil, err
 	}
 	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc); err != nil {
-		return nil, err
+		return nil, configs.LocateNotFound(err, ref.Child("include_services"), svcPaths)
 	}
 	if svc == nil {
 		svc = services.NewStack()
@@ -222,7 +222,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	}
 	if len(tunPaths) > 0 {
 		if tun, err = b.LoadTunables(tunPaths, tun); err != nil {
-			return nil, err
+			return nil, configs.LocateNotFound(err, ref.Child("include_tunables"), tunPaths)
 		}
 	}
 	ctor, ok := lookup(class.Str)
