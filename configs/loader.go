@@ -143,6 +143,22 @@ func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
 	return c, nil
 }
 
+// WithSearchPath returns a loader that searches the given folders (made
+// absolute, duplicates dropped) in place of the loader's own, then the
+// built-in configs, then the loader's fallback folders: the search path of
+// a ConfigPersistenceService.
+func (l *Loader) WithSearchPath(paths []string) (*Loader, error) {
+	c := &Loader{fallback: l.fallback, validate: l.validate, maxFile: l.maxFile}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("config path %q: %w", p, err)
+		}
+		c.add(abs)
+	}
+	return c, nil
+}
+
 // Paths returns the search path folders (without the built-in configs,
 // which come last).
 func (l *Loader) Paths() []string { return append([]string(nil), l.paths...) }
