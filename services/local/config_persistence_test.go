@@ -50,3 +50,28 @@ func TestConfigPersistenceService(t *testing.T) {
 		}
 	}
 }
+
+// A line whose script is one of mlos_bench's built-in scripts that bench
+// does not ship fails as the shell says, and its errors say why.
+func TestUnshippedMlosScriptHint(t *testing.T) {
+	svc, err := NewLocalExec(DefaultConfig(), Options{SearchPath: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	res, err := svc.LocalExec(context.Background(), services.ExecRequest{
+		Lines: []string{"environments/apps/redis/scripts/local/generate_redis_config.py in.json out.conf"},
+		Dir:   t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "environments/apps/redis/scripts/local/generate_redis_config.py: it is one of mlos_bench's built-in configs, which bench does not ship") {
+		t.Errorf("exit %d, stderr %q", res.ExitCode, res.Stderr)
+	}
+	// Other missing commands get no such note.
+	res, _ = svc.LocalExec(context.Background(), services.ExecRequest{Lines: []string{"scripts/mine.sh"}, Dir: t.TempDir()})
+	if res.ExitCode == 0 || strings.Contains(res.Stderr, "mlos_bench") {
+		t.Errorf("exit %d, stderr %q", res.ExitCode, res.Stderr)
+	}
+}
