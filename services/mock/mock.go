@@ -13,6 +13,9 @@
 //   - MockFileShareService copies nothing; it records the uploads and
 //     downloads it was asked for (Uploads, Downloads).
 //   - MockAuthService returns the access token "TOKEN".
+//   - MockServiceBase and MockServiceChild (which only test mlos_bench's
+//     service method registration) build, and offer nothing environments
+//     use.
 //
 // Their configs are accepted as mlos_bench's schemas describe them (e.g.
 // MockVMService's vmName) and otherwise unused.
@@ -40,6 +43,10 @@ var (
 	NetworkClasses    = []string{"mlos_bench.tests.services.remote.mock.mock_network_service.MockNetworkService"}
 	FileShareClasses  = []string{"mlos_bench.tests.services.remote.mock.mock_fileshare_service.MockFileShareService"}
 	AuthClasses       = []string{"mlos_bench.tests.services.remote.mock.mock_auth_service.MockAuthService"}
+	// mlos_bench's MockServiceBase and MockServiceChild only test its
+	// service method registration; environments use none of their methods.
+	ServiceBaseClasses  = []string{"mlos_bench.tests.services.mock_service.MockServiceBase"}
+	ServiceChildClasses = []string{"mlos_bench.tests.services.mock_service.MockServiceChild"}
 )
 
 // AccessToken is the token MockAuthService returns (mlos_bench's value).
@@ -64,6 +71,31 @@ func init() {
 	services.Register(func(context.Context, services.Spec) (any, error) { return &NetworkService{}, nil }, NetworkClasses...)
 	services.Register(func(context.Context, services.Spec) (any, error) { return &FileShareService{}, nil }, FileShareClasses...)
 	services.Register(func(context.Context, services.Spec) (any, error) { return &AuthService{}, nil }, AuthClasses...)
+	services.Register(func(context.Context, services.Spec) (any, error) { return &Service{}, nil }, ServiceBaseClasses...)
+	services.Register(func(context.Context, services.Spec) (any, error) { return &Service{child: true}, nil }, ServiceChildClasses...)
+}
+
+// Service is mlos_bench's MockServiceBase (or, with child set,
+// MockServiceChild): two methods that say which class answered.
+type Service struct{ child bool }
+
+// SomeMethod says which class answered.
+func (s *Service) SomeMethod() string {
+	if s.child {
+		return s.String() + ": child.some_method"
+	}
+	return s.String() + ": base.some_method"
+}
+
+// SomeOtherMethod says which class answered (the child keeps the base's).
+func (s *Service) SomeOtherMethod() string { return s.String() + ": base.some_other_method" }
+
+// String describes the service for logs.
+func (s *Service) String() string {
+	if s.child {
+		return "MockServiceChild"
+	}
+	return "MockServiceBase"
 }
 
 // LocalExecService is mlos_bench's MockLocalExecService.
