@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/safeio"
 )
@@ -480,7 +481,7 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	for _, f := range append(globalFiles, a.Globals...) {
 		doc, err := loader.Load(f, KindGlobals)
 		if err != nil {
-			return nil, err
+			return nil, l.LocateNotFound(err, "globals")
 		}
 		m, err := Object(doc)
 		if err != nil {
@@ -621,6 +622,31 @@ func firstNonEmpty(vals ...string) string {
 }
 
 // stringList reads a key that may be a string or a list of strings.
+// LocateNotFound re-locates a missing-file error at the value of key in
+// the CLI config (--config) that names the file, when it came from there
+// (a string, or an entry of a list of strings). Other errors are returned
+// unchanged.
+func (l *Launch) LocateNotFound(err error, key string) error {
+	if l == nil || l.CLIDoc == nil {
+		return err
+	}
+	return relocate(err, func(spec string) (source.Ref, bool) {
+		n := l.CLIDoc.Root.Get(key)
+		switch {
+		case n == nil:
+		case n.Kind == json5.String && n.Str == spec:
+			return l.CLIDoc.At(key), true
+		case n.Kind == json5.Array:
+			for i, e := range n.Elems {
+				if e.Kind == json5.String && e.Str == spec {
+					return l.CLIDoc.At(key).Index(i), true
+				}
+			}
+		}
+		return source.Ref{}, false
+	})
+}
+
 func stringList(doc *source.Doc, m map[string]any, key string) ([]string, error) {
 	v, ok := m[key]
 	if !ok || v == nil {

@@ -25,6 +25,44 @@ type Builder struct {
 
 	mu     sync.Mutex
 	stacks []*services.Stack
+	// owner keeps the services of a builder derived for another search
+	// path (forStack); nil for a builder made by NewBuilder.
+	owner *Builder
+}
+
+// root returns the builder that keeps the services.
+func (b *Builder) root() *Builder {
+	if b.owner != nil {
+		return b.owner
+	}
+	return b
+}
+
+// forStack returns the builder whose loader searches the config search
+// path of the newest ConfigPersistenceService (services.ConfigSearchPath)
+// of stack, or b when stack holds none. As in mlos_bench, an environment's
+// children (and its own data files) are looked up by the config loader of
+// the service stack the environment is built on, while the environment's
+// own includes are looked up by its parent's.
+func (b *Builder) forStack(stack *services.Stack) (*Builder, error) {
+	sp, ok := services.Find[services.ConfigSearchPath](stack)
+	if !ok {
+		return b, nil
+	}
+	l, err := b.root().Loader.WithSearchPath(sp.ConfigSearchPath())
+	if err != nil {
+		return nil, err
+	}
+	return &Builder{Loader: l, owner: b.root()}, nil
+}
+
+// searchPath is the search path services built on parent use: that of the
+// newest ConfigPersistenceService below them, else the loader's.
+func (b *Builder) searchPath(parent *services.Stack) []string {
+	if sp, ok := services.Find[services.ConfigSearchPath](parent); ok {
+		return sp.ConfigSearchPath()
+	}
+	return b.Loader.Paths()
 }
 
 // NewBuilder returns a builder reading configs through loader.
@@ -32,6 +70,7 @@ func NewBuilder(loader *configs.Loader) *Builder { return &Builder{Loader: loade
 
 // Close closes every service the builder created, newest first.
 func (b *Builder) Close() error {
+	b = b.root()
 	b.mu.Lock()
 	stacks := b.stacks
 	b.stacks = nil
@@ -48,6 +87,7 @@ func (b *Builder) Close() error {
 // SecurityNotices returns the notices of every service the builder
 // created (services.SecurityNoticer), each once, in creation order.
 func (b *Builder) SecurityNotices() []string {
+	b = b.root()
 	b.mu.Lock()
 	stacks := slices.Clone(b.stacks)
 	b.mu.Unlock()
@@ -95,9 +135,10 @@ func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Para
 				return nil, err
 			}
 			stack = stack.Push(svc)
-			b.mu.Lock()
-			b.stacks = append(b.stacks, stack)
-			b.mu.Unlock()
+			r := b.root()
+			r.mu.Lock()
+			r.stacks = append(r.stacks, stack)
+			r.mu.Unlock()
 		}
 	}
 	return stack, nil
@@ -124,7 +165,7 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 		Config:     cfg,
 		Globals:    maps.Clone(globals),
 		Parent:     parent,
-		SearchPath: b.Loader.Paths(),
+		SearchPath: b.searchPath(parent),
 		Ref:        ref,
 	})
 	if err != nil {
@@ -210,8 +251,12 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	if err != nil {
 		return nil, err
 	}
+	envBuilder, err := b.forStack(svc)
+	if err != nil {
+		return nil, ref.Errorf("%v", err)
+	}
 	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc); err != nil {
-		return nil, err
+		return nil, configs.LocateNotFound(err, ref.Child("include_services"), svcPaths)
 	}
 	if svc == nil {
 		svc = services.NewStack()
@@ -222,7 +267,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	}
 	if len(tunPaths) > 0 {
 		if tun, err = b.LoadTunables(tunPaths, tun); err != nil {
-			return nil, err
+			return nil, configs.LocateNotFound(err, ref.Child("include_tunables"), tunPaths)
 		}
 	}
 	ctor, ok := lookup(class.Str)
@@ -232,7 +277,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	env, err := ctor(ctx, Spec{
 		Name: name.Str, Class: class.Str, Config: cfg, Ref: ref,
 		Globals: globals, ParentArgs: parentArgs, Tunables: tun,
-		Services: svc, Builder: b, Chain: chain,
+		Services: svc, Builder: envBuilder, Chain: chain,
 	})
 	if err != nil {
 		var se *source.Error

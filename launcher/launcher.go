@@ -171,7 +171,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	}
 
 	if r.Storage, err = OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false); err != nil {
-		return nil, err
+		return nil, l.LocateNotFound(err, "storage")
 	}
 	info := storage.ExperimentInfo{
 		ID:            r.ExperimentID,
@@ -285,7 +285,7 @@ func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner,
 	}
 	env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil)
 	if err != nil {
-		return nil, err
+		return nil, l.LocateNotFound(err, "environment")
 	}
 	if err := addEnvSecrets(l.Secrets, env); err != nil {
 		return nil, err
@@ -339,7 +339,8 @@ func (r *Run) baseServices(ctx context.Context, b *environments.Builder, globals
 	}
 	base := services.NewStack(local)
 	r.bases = append(r.bases, base)
-	return b.LoadServices(ctx, r.Launch.Services, globals, base)
+	stack, err := b.LoadServices(ctx, r.Launch.Services, globals, base)
+	return stack, r.Launch.LocateNotFound(err, "services")
 }
 
 // initialTunables returns the root environment's tunables with the initial
@@ -365,7 +366,7 @@ func (r *Run) initialTunables() (*tunables.Groups, error) {
 	for _, f := range l.TunableValues {
 		doc, err := l.Loader.Load(f, configs.KindTunableValues)
 		if err != nil {
-			return nil, err
+			return nil, l.LocateNotFound(err, "tunable_values")
 		}
 		vals, err := tunables.ParseValues(doc.At())
 		if err != nil {
@@ -396,7 +397,7 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 	}
 	doc, err := l.Loader.Load(l.Optimizer, configs.KindOptimizer)
 	if err != nil {
-		return nil, err
+		return nil, l.LocateNotFound(err, "optimizer")
 	}
 	spec.Ref = doc.At()
 	spec.Class = doc.Root.Get("class").Str
@@ -420,7 +421,7 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 		}
 		tun, err := environments.NewBuilder(l.Loader).LoadTunables(files, r.Tunables)
 		if err != nil {
-			return nil, err
+			return nil, configs.LocateNotFound(err, doc.At("include_tunables"), files)
 		}
 		spec.Tunables = tun
 	}
@@ -441,7 +442,7 @@ func (r *Run) schedulerConfig() (schedulers.Config, error) {
 	if l.Scheduler != "" {
 		doc, err := l.Loader.Load(l.Scheduler, configs.KindScheduler)
 		if err != nil {
-			return schedulers.Config{}, err
+			return schedulers.Config{}, l.LocateNotFound(err, "scheduler")
 		}
 		ref = doc.At()
 		class = doc.Root.Get("class").Str

@@ -166,6 +166,16 @@ type Auth interface {
 	AccessToken(ctx context.Context) (string, error)
 }
 
+// ConfigSearchPath is implemented by mlos_bench's ConfigPersistenceService:
+// it holds a config search path. Services built on top of it look files
+// up (e.g. script names) on that path, and environments built on a stack
+// that holds it find their children's configs there, as in mlos_bench.
+type ConfigSearchPath interface {
+	// ConfigSearchPath returns absolute folders, in order, without the
+	// built-in configs (which are always searched last).
+	ConfigSearchPath() []string
+}
+
 // Spec is what a service constructor gets.
 type Spec struct {
 	Class string

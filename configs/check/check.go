@@ -358,7 +358,11 @@ func checkInclude(rep *Report, l *configs.Loader, doc *source.Doc, path []string
 	resolved := l.Resolve(spec)
 	data, err := configs.ReadFile(resolved)
 	if err != nil {
-		e := doc.Errorf(path, "included file %q not found (searched the working folder, the folders above %s, the config paths and the built-in configs)", spec, filepath.Base(doc.File))
+		msg := fmt.Sprintf("included file %q not found (searched the working folder, the folders above %s, the config paths and the built-in configs)", spec, filepath.Base(doc.File))
+		if hint := configs.UnshippedHint(spec); hint != "" {
+			msg += "; " + hint
+		}
+		e := doc.Errorf(path, "%s", msg)
 		rep.addSource(doc.File, "", e)
 		return nil
 	}

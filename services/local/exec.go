@@ -384,6 +384,16 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 	lr.UserCPU, lr.SysCPU, lr.MaxRSSBytes = usage(cmd.ProcessState)
 	lr.Stdout = outCap.String()
 	lr.Stderr = errCap.String()
+	if lr.ExitCode != 0 {
+		// A script of mlos_bench's config folder that bench does not ship:
+		// say so where the trial's failure reason shows the line's errors.
+		for _, h := range s.res.unshippedHints(line) {
+			if lr.Stderr != "" && !strings.HasSuffix(lr.Stderr, "\n") {
+				lr.Stderr += "\n"
+			}
+			lr.Stderr += h + "\n"
+		}
+	}
 	lr.Truncated = outCap.Truncated() || errCap.Truncated()
 	log.Debug("local exec: done", "line", idx+1, "exit_code", lr.ExitCode, "duration", lr.Duration,
 		"cpu_user", lr.UserCPU, "cpu_sys", lr.SysCPU, "max_rss_bytes", lr.MaxRSSBytes,

@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/safeio"
 	"os"
 	"path/filepath"
@@ -135,6 +136,30 @@ func (r *resolver) verbatimText(line string) string {
 	}
 	b.WriteString(line[last:])
 	return b.String()
+}
+
+// unshippedHints returns, for each command word of line that is not found
+// on the search path and is one of mlos_bench's built-in scripts that
+// bench does not ship, a note saying so and how to get it.
+func (r *resolver) unshippedHints(line string) []string {
+	toks, err := lexLine(line)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, i := range commandWords(toks) {
+		t := toks[i]
+		if !t.literal {
+			continue
+		}
+		if _, found := r.find(t.text); found {
+			continue
+		}
+		if h := configs.UnshippedHint(t.text); h != "" {
+			out = append(out, "bench: "+t.text+": "+h)
+		}
+	}
+	return out
 }
 
 // command returns the replacement text for a command word, if it names a
