@@ -43,8 +43,8 @@ func TestMlosBuiltinPathsTable(t *testing.T) {
 		"services/remote/ssh/ssh_fileshare_service.jsonc",
 		"services/remote/ssh/ssh_host_service.jsonc",
 		"storage/in-memory.jsonc",
-		"storage/postgresql.jsonc",
 		"storage/mysql.jsonc",
+		"storage/postgresql.jsonc",
 		"storage/sqlite.jsonc",
 		"tunables/dummy-tunables.jsonc",
 	}
