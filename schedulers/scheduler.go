@@ -335,6 +335,7 @@ type dispatch struct {
 	firstFailures []string
 	firstReason   string
 	best          *Best
+	registered    int // outcomes given to the optimizer (its iterations)
 	// others reports trials owned by other processes: the dispatcher then
 	// polls storage for their outcomes.
 	others     bool
@@ -966,6 +967,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		if it.root == 0 {
 			it.root = t.ID
 		}
+		s.logAdded(t)
 	} else if err := d.startStored(ctx, it.t.ID, runner.ID()); err != nil {
 		d.idle = append(d.idle, runner)
 		if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) {
@@ -1023,6 +1025,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	j.cancel = cancel
 	d.running[t.ID] = j
 	s.stats.Run++
+	s.logExecute(t)
 	if s.o.Observer != nil {
 		s.o.Observer.TrialStarted(t)
 	}
@@ -1148,10 +1151,17 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	case trial.CANCELED:
 		own(&s.stats.Canceled)
 	}
+	s.logFinished(t, out)
 	d.observed[t.ID] = true
 	if out.Status != trial.CANCELED && !s.o.Worker {
 		tun := s.runnerTunables()
 		if err := tun.Assign(stringValues(t.Params)); err == nil {
+			d.registered++
+			iteration := d.registered
+			if it.sugID > 0 {
+				iteration = it.sugID
+			}
+			s.logRegister(iteration, tun, out)
 			if _, err := s.opt.Observe(it.sugID, tun, out.Status, out.Results); err != nil {
 				s.log.Warn("optimizer could not take in a result", "trial", t.ID, "err", err)
 			}

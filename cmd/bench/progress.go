@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/benchtune/bench/trial"
 	"io"
 	"log/slog"
 	"os"
@@ -13,9 +12,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/benchtune/bench/internal/clilog"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 )
 
 // progress shows the experiment's progress: a live bar on a terminal, one
@@ -152,16 +153,9 @@ func formatLine(msg string, attrs []any) string {
 	var b strings.Builder
 	b.WriteString("bench: " + msg)
 	for i := 0; i+1 < len(attrs); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", attrs[i], quoteIfNeeded(fmt.Sprint(attrs[i+1])))
+		fmt.Fprintf(&b, " %v=%v", attrs[i], clilog.Quote(fmt.Sprint(attrs[i+1])))
 	}
 	return b.String()
-}
-
-func quoteIfNeeded(s string) string {
-	if strings.ContainsAny(s, " \t\n\"=") {
-		return fmt.Sprintf("%q", s)
-	}
-	return s
 }
 
 func (p *progress) finish() {
