@@ -48,3 +48,31 @@ func TestLogFormats(t *testing.T) {
 		t.Errorf("log file has slog text lines:\n%s", text)
 	}
 }
+
+// The closing hint names a command that works: with in-memory storage it
+// says the results are gone, with --storage it names it.
+func TestClosingHint(t *testing.T) {
+	dir := experiment(t, "")
+	r := runBench(t, dir, "--environment", "env.jsonc", "--experiment_id", "MEM", "--storage", "storage/in-memory.jsonc", "--no-progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "bench: the results were kept in memory only and are gone now") || strings.Contains(r.stderr, "bench results") {
+		t.Errorf("in-memory closing hint:\n%s", r.stderr)
+	}
+	write(t, dir, "my storage.jsonc", `{"class": "mlos_bench.storage.sql.storage.SqlStorage",
+		"config": {"drivername": "sqlite", "database": "elsewhere.sqlite"}}`, 0o644)
+	r = runBench(t, dir, "--environment", "env.jsonc", "--experiment_id", "FILE", "--storage", "my storage.jsonc", "--no-progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	m := regexp.MustCompile(`\(bench results --storage 'my storage.jsonc' --experiment FILE\)`).FindString(r.stderr)
+	if m == "" {
+		t.Fatalf("closing hint does not name the storage:\n%s", r.stderr)
+	}
+	// The hint's command works.
+	r = runBench(t, dir, "results", "--storage", "my storage.jsonc", "--experiment", "FILE")
+	if r.code != 0 || !strings.Contains(r.stdout, "SUCCEEDED") {
+		t.Errorf("the hinted command failed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -33,7 +33,16 @@ type progress struct {
 	running  map[int]bool // trials started and not finished (this process)
 	bestText string
 	began    time.Time
+	// stopTick ends the goroutine that redraws the bar (nil: none).
+	stopTick chan struct{}
+	tickDone chan struct{}
 }
+
+// redrawEvery is how often the bar is redrawn between trial events: the
+// bar drops draws closer together than its throttle, so without this the
+// last event (a trial's end) could stay undrawn for a whole trial, and the
+// elapsed time and ETA would stand still during a long trial.
+const redrawEvery = 500 * time.Millisecond
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -66,6 +75,24 @@ func (p *progress) begin(planned int, targets []optimizers.Target) {
 		progressbar.OptionShowDescriptionAtLineEnd(),
 		progressbar.OptionSetRenderBlankState(true),
 	)
+	p.stopTick, p.tickDone = make(chan struct{}), make(chan struct{})
+	go p.redraw(p.bar, p.stopTick, p.tickDone)
+}
+
+func (p *progress) redraw(bar *progressbar.ProgressBar, stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(redrawEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			_ = bar.RenderBlank()
+			p.mu.Unlock()
+		}
+	}
 }
 
 func (p *progress) describe() string {
@@ -159,6 +186,11 @@ func formatLine(msg string, attrs []any) string {
 }
 
 func (p *progress) finish() {
+	if p.stopTick != nil {
+		close(p.stopTick)
+		<-p.tickDone
+		p.stopTick = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil {
