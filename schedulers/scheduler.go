@@ -822,9 +822,11 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if ahead > 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
 			ahead--
-			if _, err := s.plain.NewTrial(ctx, spec); err != nil {
+			t, err := s.plain.NewTrial(ctx, spec)
+			if err != nil {
 				return err
 			}
+			s.logAdded(t)
 			continue
 		}
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
@@ -854,6 +856,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 	if err != nil {
 		return false, err
 	}
+	s.logAdded(t)
 	d.trialCount++
 	out := trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any(src.Results)}
 	if err := s.exp.Finish(ctx, t.ID, out); err != nil {
@@ -1185,6 +1188,7 @@ func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
 	if err != nil {
 		return err
 	}
+	s.logAdded(t)
 	s.stats.Retried++
 	d.retryCount[j.root]++
 	s.log.Warn("trial failed; retrying it", "trial", j.t.ID, "status", out.Status, "retry_trial", t.ID,
@@ -1218,6 +1222,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 			spec := *it.spec
 			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
 			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
+				s.logAdded(t)
 				reused := trial.Outcome{Status: trial.SUCCEEDED, Results: out.Results}
 				if err := s.exp.Finish(ctx, t.ID, reused); err == nil {
 					s.stats.Reused++

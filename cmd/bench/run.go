@@ -132,7 +132,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 		if err := st.Migrate(ctx); err != nil {
 			return exitWith(exitFailed, err)
 		}
-		fmt.Fprintf(stderr, "storage schema is up to date: %s\n", st.Describe())
+		fmt.Fprintf(stderr, "bench: storage schema is up to date: %s\n", st.Describe())
 		return nil
 	}
 
