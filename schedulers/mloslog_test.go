@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/internal/clilog"
+	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -62,5 +63,32 @@ func TestPlannedBeforeStart(t *testing.T) {
 		map[string]any{"optimizer_type": "FLAML", "max_suggestions": int64(5)}, func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
 	if got := s.sched.Stats().Planned; got != 10 {
 		t.Errorf("Planned before Start = %d, want 5 suggestions x 2 repeats", got)
+	}
+}
+
+type resumeRecorder struct{ resumed []int }
+
+func (r *resumeRecorder) TrialStarted(storage.Trial)                        {}
+func (r *resumeRecorder) TrialFinished(storage.Trial, trial.Outcome, *Best) {}
+func (r *resumeRecorder) Resumed(n int)                                     { r.resumed = append(r.resumed, n) }
+
+// A ResumeObserver learns how many budgeted trials had finished before.
+func TestResumeObserver(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	run := func(maxSugg int64) []int {
+		s := newSetup(t, st, Config{ExperimentID: "e1"},
+			map[string]any{"optimizer_type": "FLAML", "max_suggestions": maxSugg}, func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+		rec := &resumeRecorder{}
+		s.sched.o.Observer = rec
+		if err := s.sched.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return rec.resumed
+	}
+	if got := run(2); len(got) != 1 || got[0] != 0 {
+		t.Errorf("new experiment: Resumed calls %v, want [0]", got)
+	}
+	if got := run(5); len(got) != 1 || got[0] != 2 {
+		t.Errorf("resumed experiment: Resumed calls %v, want [2]", got)
 	}
 }

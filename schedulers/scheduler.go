@@ -48,6 +48,14 @@ type Observer interface {
 	TrialFinished(t storage.Trial, outcome trial.Outcome, best *Best)
 }
 
+// ResumeObserver is an Observer that is also told, before the first trial
+// runs, how many of the experiment's budgeted trials had finished before
+// this Start (earlier runs, other processes): progress then counts the
+// trials left.
+type ResumeObserver interface {
+	Resumed(finished int)
+}
+
 // Best is the experiment's best trial: its id and target values (in the
 // metrics' own signs, in target order).
 type Best struct {
@@ -395,6 +403,15 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	if !s.o.Worker {
 		s.warnTunablesChanged(all)
+	}
+	if ro, ok := s.o.Observer.(ResumeObserver); ok {
+		finished := 0
+		for _, t := range all {
+			if t.RetryOf == 0 && t.Finished() {
+				finished++
+			}
+		}
+		ro.Resumed(finished)
 	}
 	if best, scores, ok := storage.Best(all, s.targets); ok {
 		d.best = &Best{TrialID: best.ID, Values: s.targets.Values(scores)}

@@ -28,6 +28,7 @@ type progress struct {
 	useBar   bool
 	targets  []optimizers.Target
 	planned  int
+	resumed  int // planned trials finished before this run
 	done     int
 	failed   int
 	running  map[int]bool // trials started and not finished (this process)
@@ -95,6 +96,17 @@ func (p *progress) redraw(bar *progressbar.ProgressBar, stop, done chan struct{}
 	}
 }
 
+// Resumed implements schedulers.ResumeObserver: the bar counts the
+// trials left to run.
+func (p *progress) Resumed(finished int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resumed = finished
+	if p.bar != nil && p.planned > 0 && finished > 0 {
+		p.bar.ChangeMax(max(p.planned-finished, 1))
+	}
+}
+
 func (p *progress) describe() string {
 	var b strings.Builder
 	if len(p.running) > 1 {
@@ -156,6 +168,9 @@ func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedul
 	if p.planned > 0 {
 		attrs = append(attrs, "planned", p.planned)
 	}
+	if p.resumed > 0 {
+		attrs = append(attrs, "finished_before", p.resumed)
+	}
 	if len(scores) > 0 {
 		for i, s := range scores {
 			attrs = append(attrs, p.targets[i].Name, s)
@@ -169,8 +184,8 @@ func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedul
 	}
 	elapsed := time.Since(p.began)
 	attrs = append(attrs, "elapsed", elapsed.Round(time.Second).String())
-	if p.planned > 0 && p.done > 0 && p.done < p.planned {
-		eta := time.Duration(float64(elapsed) / float64(p.done) * float64(p.planned-p.done))
+	if left := p.planned - p.resumed - p.done; p.planned > 0 && p.done > 0 && left > 0 {
+		eta := time.Duration(float64(elapsed) / float64(p.done) * float64(left))
 		attrs = append(attrs, "eta", eta.Round(time.Second).String())
 	}
 	fmt.Fprintf(p.w, "%s\n", formatLine("trial finished", attrs))

@@ -55,3 +55,32 @@ func TestProgressLinesPlannedAndETA(t *testing.T) {
 		t.Errorf("line %q does not match %s", lines[0], re)
 	}
 }
+
+// On resume, the bar counts the trials left, and the lines say how many
+// had finished before.
+func TestProgressResumed(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b, useBar: true}
+	p.begin(10, []optimizers.Target{{Name: "score"}})
+	p.Resumed(6)
+	for i := 7; i <= 8; i++ {
+		p.TrialFinished(storage.Trial{ID: i}, trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}, nil)
+	}
+	time.Sleep(2 * redrawEvery)
+	p.mu.Lock()
+	out := b.String()
+	p.mu.Unlock()
+	p.finish()
+	if !strings.Contains(out, "2/4") {
+		t.Errorf("the bar does not count the trials left:\n%q", out)
+	}
+
+	b.Reset()
+	q := &progress{w: &b}
+	q.begin(10, []optimizers.Target{{Name: "score"}})
+	q.Resumed(6)
+	q.TrialFinished(storage.Trial{ID: 7}, trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}, nil)
+	if !regexp.MustCompile(`done=1 planned=10 finished_before=6 score=1 elapsed=\S+ eta=\S+$`).MatchString(strings.TrimSpace(b.String())) {
+		t.Errorf("line: %s", b.String())
+	}
+}
