@@ -48,6 +48,14 @@ type Observer interface {
 	TrialFinished(t storage.Trial, outcome trial.Outcome, best *Best)
 }
 
+// ResumeObserver is an Observer that is also told, before the first trial
+// runs, how many of the experiment's budgeted trials had finished before
+// this Start (earlier runs, other processes): progress then counts the
+// trials left.
+type ResumeObserver interface {
+	Resumed(finished int)
+}
+
 // Best is the experiment's best trial: its id and target values (in the
 // metrics' own signs, in target order).
 type Best struct {
@@ -335,6 +343,7 @@ type dispatch struct {
 	firstFailures []string
 	firstReason   string
 	best          *Best
+	registered    int // outcomes given to the optimizer (its iterations)
 	// others reports trials owned by other processes: the dispatcher then
 	// polls storage for their outcomes.
 	others     bool
@@ -394,6 +403,15 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	if !s.o.Worker {
 		s.warnTunablesChanged(all)
+	}
+	if ro, ok := s.o.Observer.(ResumeObserver); ok {
+		finished := 0
+		for _, t := range all {
+			if t.RetryOf == 0 && t.Finished() {
+				finished++
+			}
+		}
+		ro.Resumed(finished)
 	}
 	if best, scores, ok := storage.Best(all, s.targets); ok {
 		d.best = &Best{TrialID: best.ID, Values: s.targets.Values(scores)}
@@ -821,9 +839,11 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if ahead > 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
 			ahead--
-			if _, err := s.plain.NewTrial(ctx, spec); err != nil {
+			t, err := s.plain.NewTrial(ctx, spec)
+			if err != nil {
 				return err
 			}
+			s.logAdded(t)
 			continue
 		}
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
@@ -853,6 +873,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 	if err != nil {
 		return false, err
 	}
+	s.logAdded(t)
 	d.trialCount++
 	out := trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any(src.Results)}
 	if err := s.exp.Finish(ctx, t.ID, out); err != nil {
@@ -966,6 +987,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		if it.root == 0 {
 			it.root = t.ID
 		}
+		s.logAdded(t)
 	} else if err := d.startStored(ctx, it.t.ID, runner.ID()); err != nil {
 		d.idle = append(d.idle, runner)
 		if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) {
@@ -1023,6 +1045,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	j.cancel = cancel
 	d.running[t.ID] = j
 	s.stats.Run++
+	s.logExecute(t)
 	if s.o.Observer != nil {
 		s.o.Observer.TrialStarted(t)
 	}
@@ -1148,10 +1171,17 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	case trial.CANCELED:
 		own(&s.stats.Canceled)
 	}
+	s.logFinished(t, out)
 	d.observed[t.ID] = true
 	if out.Status != trial.CANCELED && !s.o.Worker {
 		tun := s.runnerTunables()
 		if err := tun.Assign(stringValues(t.Params)); err == nil {
+			d.registered++
+			iteration := d.registered
+			if it.sugID > 0 {
+				iteration = it.sugID
+			}
+			s.logRegister(iteration, tun, out)
 			if _, err := s.opt.Observe(it.sugID, tun, out.Status, out.Results); err != nil {
 				s.log.Warn("optimizer could not take in a result", "trial", t.ID, "err", err)
 			}
@@ -1175,6 +1205,7 @@ func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
 	if err != nil {
 		return err
 	}
+	s.logAdded(t)
 	s.stats.Retried++
 	d.retryCount[j.root]++
 	s.log.Warn("trial failed; retrying it", "trial", j.t.ID, "status", out.Status, "retry_trial", t.ID,
@@ -1208,6 +1239,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 			spec := *it.spec
 			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
 			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
+				s.logAdded(t)
 				reused := trial.Outcome{Status: trial.SUCCEEDED, Results: out.Results}
 				if err := s.exp.Finish(ctx, t.ID, reused); err == nil {
 					s.stats.Reused++

@@ -104,7 +104,7 @@ func TestInsecureSSHVisible(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	const notice = "SshHostService: SSH host key verification is OFF"
-	if !strings.Contains(r.stderr, "WARNING: "+notice) {
+	if !strings.Contains(r.stderr, "bench: warning: "+notice) {
 		t.Errorf("stderr does not say that host keys are not checked:\n%s", r.stderr)
 	}
 	r = runBench(t, dir, "results", "--list", "--format", "json")
