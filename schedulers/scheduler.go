@@ -328,6 +328,9 @@ type dispatch struct {
 	idle    []Runner
 	next    int // round-robin position (SyncScheduler)
 	results chan done
+	// aheadLeft counts the trials this process queued ahead (stored
+	// unowned) that it has not seen claimed yet.
+	aheadLeft int
 	// observed holds the trials whose outcome the optimizer has seen.
 	observed map[int]bool
 	// waiting maps an unfinished trial to the trials of the same
@@ -678,13 +681,19 @@ func (d *dispatch) refill(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	// Claiming is a write: at most once a tick, unless this process only
-	// claims (a worker).
+	// claims (a worker) or queued trials ahead itself, which run before
+	// new suggestions (in the order of their ids).
 	var claimed []storage.Trial
-	if now := time.Now(); s.o.Worker || now.Sub(d.lastClaim) >= s.o.Tick {
+	if now := time.Now(); s.o.Worker || d.aheadLeft > 0 || now.Sub(d.lastClaim) >= s.o.Tick {
 		d.lastClaim = now
 		var err error
 		if claimed, err = s.exp.Claim(ctx, want); err != nil {
 			return false, err
+		}
+		if len(claimed) < want {
+			d.aheadLeft = 0 // all claimed, by this process or others
+		} else {
+			d.aheadLeft = max(0, d.aheadLeft-len(claimed))
 		}
 	}
 	for _, t := range claimed {
@@ -744,15 +753,19 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 		d.noMore = true
 		return false, nil
 	}
-	// What this process's runners cannot take now is queued ahead for
-	// others.
-	ahead := max(0, len(sugs)*s.cfg.TrialConfigRepeatCount-want)
+	// This process's runners take the first want trials; the rest are
+	// queued ahead for others. When some are, this process's own trials
+	// are stored at once too, so that trial ids follow the order of the
+	// suggestions and their repeats (as in mlos_bench, where repeat 1 of a
+	// configuration is the trial before repeat 2).
+	local := want
+	storeNow := len(sugs)*s.cfg.TrialConfigRepeatCount > want
 	for _, sg := range sugs {
-		n := min(ahead, s.cfg.TrialConfigRepeatCount)
-		if err := d.queueSuggestion(ctx, sg, n); err != nil {
+		n := min(local, s.cfg.TrialConfigRepeatCount)
+		if err := d.queueSuggestion(ctx, sg, n, storeNow); err != nil {
 			return false, err
 		}
-		ahead -= n
+		local -= n
 	}
 	return true, nil
 }
@@ -791,8 +804,11 @@ func (d *dispatch) metadata(tun *tunables.Groups) map[string]string {
 }
 
 // queueSuggestion stores a suggestion's trials (one per repeat), reusing
-// identical results when allowed, and queues the ones to run.
-func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion, ahead int) error {
+// identical results when allowed, and queues the ones to run: the first
+// local of them for this process's runners (stored when they start, or at
+// once when storeNow), the others stored now, unowned, for any process to
+// claim.
+func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion, local int, storeNow bool) error {
 	s := d.s
 	tun := sg.Tunables
 	meta := d.metadata(tun)
@@ -836,14 +852,27 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			}
 		}
 		d.trialCount++
-		if ahead > 0 {
+		if local <= 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
-			ahead--
 			t, err := s.plain.NewTrial(ctx, spec)
 			if err != nil {
 				return err
 			}
+			d.aheadLeft++
 			s.logAdded(t)
+			continue
+		}
+		local--
+		if storeNow {
+			// Stored now, held by this process, started like a claimed one.
+			t, err := s.exp.NewTrial(ctx, spec)
+			if err != nil {
+				return err
+			}
+			s.logAdded(t)
+			it := d.itemFor(t)
+			it.sugID = sg.ID
+			d.queue = append(d.queue, it)
 			continue
 		}
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
@@ -898,7 +927,7 @@ func (d *dispatch) requeueConfig(ctx context.Context, all []storage.Trial, confi
 			// configuration again: no reuse of its stored result.
 			d.noReuse = true
 			defer func() { d.noReuse = false }()
-			return d.queueSuggestion(ctx, optimizers.Suggestion{Tunables: g}, 0)
+			return d.queueSuggestion(ctx, optimizers.Suggestion{Tunables: g}, s.cfg.TrialConfigRepeatCount, false)
 		}
 	}
 	return fmt.Errorf("config_id %d: no trial of experiment %q used that configuration", configID, s.cfg.ExperimentID)
@@ -1380,7 +1409,7 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 		d.noMore = true
 	}
 	for _, sg := range sugs {
-		if err := d.queueSuggestion(ctx, sg, s.cfg.TrialConfigRepeatCount); err != nil {
+		if err := d.queueSuggestion(ctx, sg, 0, false); err != nil {
 			return err
 		}
 	}
