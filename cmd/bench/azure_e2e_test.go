@@ -129,7 +129,10 @@ func readString(t *testing.T, p string) string {
 // TestAzureNetworkAndSaaSExperiments runs mlos_bench's other Azure example
 // shapes with the bench binary against the fake: the network environment
 // of cli-create-network-test (its services given at the top level of the
-// CLI config) and a SaaS configuration trial on a MySQL flexible server.
+// CLI config; its teardown sends mlos_bench's deprovisioning request, which
+// ARM does not serve: the error is logged and the network kept) and a SaaS
+// configuration trial on a MySQL flexible server (with bench_azure_fixes,
+// without which mlos_bench's requests fail the setup).
 // Each is followed by a LocalEnv that reports a score: a NetworkEnv or a
 // SaaSEnv alone ends its run READY, which bench records as a failed trial.
 func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
@@ -138,7 +141,7 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	dir := azureConfigs(t)
 	write(t, dir, "score.jsonc", `{"name": "score", "class": "mlos_bench.environments.LocalEnv",
 		"config": {"run": ["echo score=1.5"], "results_stdout_pattern": "^(score)=([0-9.]+)$"}}`, 0o644)
-	for _, name := range []string{"virtual-network", "azure-flex-db"} {
+	for _, name := range []string{"virtual-network", "azure-flex-db-fixes"} {
 		write(t, dir, "root-"+name+".jsonc", `{"name": "`+name+` and a score", "class": "mlos_bench.environments.CompositeEnv",
 			"config": {"include_children": ["azure/environments/`+name+`.jsonc", "score.jsonc"]}}`, 0o644)
 	}
@@ -148,7 +151,7 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 		"globals": ["azure/globals/global-azure-test.jsonc"],
 		"services": ["azure/services/service-auth.jsonc", "azure/services/service-virtual-network.jsonc"],
 		"experiment_id": "create-network-test",
-		"teardown": false
+		"teardown": true
 	}`, 0o644)
 	r := runBench(t, dir, "--config", "cli-create-network-test.jsonc")
 	if r.code != 0 {
@@ -156,6 +159,9 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	}
 	if _, ok := srv.VNet("bench-rg-vnet-westus2"); !ok {
 		t.Errorf("no virtual network after the experiment\n%s", r.stderr)
+	}
+	if n := srv.CountCalls("POST", "/virtualNetwork/bench-rg-vnet-westus2/delete"); n != 1 || !strings.Contains(r.stderr, "ignoring an error deprovisioning the virtual network") {
+		t.Errorf("teardown: %d POSTs of mlos_bench's deprovisioning request, want 1 and a logged error\n%s", n, r.stderr)
 	}
 	if rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "create-network-test"); rows[1] != "SUCCEEDED" {
 		t.Errorf("network trials %v", rows)
@@ -168,7 +174,7 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	})
 	write(t, dir, "cli-flex-db.jsonc", `{
 		"config_path": ["."],
-		"environment": "root-azure-flex-db.jsonc",
+		"environment": "root-azure-flex-db-fixes.jsonc",
 		"globals": ["azure/globals/global-azure-test.jsonc"],
 		"experiment_id": "flex-db",
 		"teardown": false
