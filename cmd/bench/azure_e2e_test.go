@@ -133,8 +133,9 @@ func readString(t *testing.T, p string) string {
 // ARM does not serve: the error is logged and the network kept) and a SaaS
 // configuration trial on a MySQL flexible server (with bench_azure_fixes,
 // without which mlos_bench's requests fail the setup).
-// Each is followed by a LocalEnv that reports a score: a NetworkEnv or a
-// SaaSEnv alone ends its run READY, which bench records as a failed trial.
+// Each is followed by a LocalEnv that reports a score; a NetworkEnv alone
+// (as cli-create-network-test has it) ends its run READY, which is no
+// result: as in mlos_bench, the trial stays READY and the run fails.
 func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	const clientID, secret = "11111111-2222-3333-4444-555555555555", "cli-e2e-client-secret"
 	srv := azureFake(t, armfake.Options{ClientID: clientID, ClientSecret: secret, RetryAfter: "0"}, clientID, secret)
@@ -165,6 +166,22 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	}
 	if rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "create-network-test"); rows[1] != "SUCCEEDED" {
 		t.Errorf("network trials %v", rows)
+	}
+
+	// The network environment alone, as cli-create-network-test.jsonc runs it.
+	write(t, dir, "cli-network-alone.jsonc", `{
+		"config_path": ["."],
+		"environment": "azure/environments/virtual-network.jsonc",
+		"globals": ["azure/globals/global-azure-test.jsonc"],
+		"services": ["azure/services/service-auth.jsonc", "azure/services/service-virtual-network.jsonc"],
+		"experiment_id": "network-alone"
+	}`, 0o644)
+	r = runBench(t, dir, "--config", "cli-network-alone.jsonc")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "ended their run READY") {
+		t.Errorf("network alone: exit %d, want a failure naming the READY trials\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "network-alone"); len(rows) != 1 || rows[1] != "READY" {
+		t.Errorf("network alone: trials %v, want one READY", rows)
 	}
 
 	srv.AddServer("Microsoft.DBforMySQL", "flexibleServers", "bench-test-vm", map[string]armfake.DBConfig{
