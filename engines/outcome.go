@@ -29,7 +29,9 @@ func EncodeOutcome(o trial.Outcome) ([]byte, error) {
 		Telemetry: o.Telemetry, Output: o.Output, FailureReason: o.FailureReason})
 }
 
-// DecodeOutcome reads an outcome file. Its status must be final.
+// DecodeOutcome reads an outcome file. Its status must be final, or READY,
+// PENDING or RUNNING: a run that ended without a final status, which the
+// scheduler stores as it is (as mlos_bench does).
 func DecodeOutcome(b []byte) (trial.Outcome, error) {
 	var w wireOutcome
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -39,7 +41,7 @@ func DecodeOutcome(b []byte) (trial.Outcome, error) {
 	if err != nil {
 		return trial.Outcome{}, fmt.Errorf("outcome file: %w", err)
 	}
-	if !st.IsCompleted() {
+	if !st.IsCompleted() && st != trial.READY && st != trial.PENDING && st != trial.RUNNING {
 		return trial.Outcome{}, fmt.Errorf("outcome file: status %s is not final", st)
 	}
 	return trial.Outcome{Status: st, Ts: w.Ts, Results: w.Results, Telemetry: w.Telemetry,

@@ -87,6 +87,7 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 		}
 		lastAttempt[root] = max(lastAttempt[root], t.ID)
 	}
+	ready := 0 // unfinished trials whose run ended READY
 	for _, t := range trials {
 		root := t.ID
 		if t.RetryOf > 0 {
@@ -98,6 +99,9 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 		switch {
 		case !t.Finished():
 			s.Pending++
+			if t.Status == trial.READY {
+				ready++
+			}
 		case t.Status == trial.SUCCEEDED:
 			s.Succeeded++
 		case t.Status == trial.CANCELED:
@@ -118,6 +122,8 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	}
 	finished := s.Succeeded + s.Failed + s.Canceled
 	switch {
+	case finished == 0 && ready > 0:
+		s.Problems = append(s.Problems, fmt.Sprintf("no trial finished: %d ended their run READY, which is no result (an environment such as a NetworkEnv or SaaSEnv alone has no run step; add one that reports the scores). As in mlos_bench, they stay READY, and a resume runs them again", ready))
 	case finished == 0:
 		s.Problems = append(s.Problems, "no trial ran")
 	case s.Planned > 0 && finished < s.Planned && s.Pending > 0:

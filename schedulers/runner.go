@@ -221,7 +221,15 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 		out.Status = trial.FAILED
 		out.FailureReason = "reading telemetry: " + st.Err.Error()
 	}
-	if !res.Status.IsCompleted() {
+	switch {
+	case res.Status == trial.READY || res.Status == trial.PENDING || res.Status == trial.RUNNING:
+		// As in mlos_bench, a run that ends with a status that is not final
+		// (a NetworkEnv or SaaSEnv alone ends READY) is no result: the
+		// scheduler stores the trial with that status, unfinished, and
+		// gives it to no optimizer.
+		out.Status = res.Status
+		out.FailureReason = ""
+	case !res.Status.IsCompleted():
 		out.Status = trial.FAILED
 		out.FailureReason = fmt.Sprintf("the environment finished its run step with status %s instead of a final status", res.Status)
 	}

@@ -316,6 +316,7 @@ type done struct {
 	j           *job
 	out         trial.Outcome
 	interrupted bool  // ctx was cancelled: nothing stored
+	unfinished  bool  // the run ended with a status that is not final (stored as is)
 	storeErr    error // storing the outcome failed
 }
 
@@ -1112,6 +1113,14 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		d.results <- done{j: j, interrupted: true}
 		return
 	}
+	if !out.Status.IsCompleted() {
+		// The run ended READY (or PENDING, RUNNING): as mlos_bench does, the
+		// trial keeps that status, unfinished, without results, and the
+		// optimizer never sees it; a resume runs it again.
+		err := s.exp.UpdateStatus(context.WithoutCancel(ctx), j.t.ID, out.Status, out.Ts)
+		d.results <- done{j: j, out: out, unfinished: true, storeErr: err}
+		return
+	}
 	if out.Status == trial.SUCCEEDED {
 		if _, err := s.targets.Scores(out.Status, out.Results); err != nil {
 			out.Status = trial.FAILED
@@ -1158,6 +1167,14 @@ func (d *dispatch) finished(ctx context.Context, r done) error {
 		return fmt.Errorf("storing the outcome of trial %d: %w", j.t.ID, r.storeErr)
 	}
 	out := r.out
+	if r.unfinished {
+		s.log.Warn("the environment's run ended without a final status; as in mlos_bench, the trial keeps it, unfinished and without results, the optimizer does not see it, and a resume runs it again",
+			"trial", j.t.ID, "status", out.Status)
+		d.observed[j.t.ID] = true
+		// Trials waiting for its result run themselves.
+		d.resolveWaiting(ctx, j.t.ID, out)
+		return nil
+	}
 	if out.Status.IsFailed() && j.attempt < s.cfg.MaxRetries && ctx.Err() == nil {
 		return d.retry(ctx, j, out)
 	}

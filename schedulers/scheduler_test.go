@@ -210,7 +210,7 @@ func TestFailuresAreStoredAndTheExperimentGoesOn(t *testing.T) {
 	}{
 		{trial.FAILED, "script exited with 3"},
 		{trial.FAILED, `no "score" metric`},
-		{trial.FAILED, "instead of a final status"},
+		{trial.READY, ""}, // as in mlos_bench: kept READY, unfinished (TestRunEndingReady)
 		{trial.SUCCEEDED, ""},
 	}
 	if len(ts) != len(want) {
@@ -221,8 +221,53 @@ func TestFailuresAreStoredAndTheExperimentGoesOn(t *testing.T) {
 			t.Errorf("trial %d: %s %q, want %s %q", ts[i].ID, ts[i].Status, ts[i].FailureReason, w.status, w.reason)
 		}
 	}
-	if st := s.sched.Stats(); st.Failed != 3 || st.Succeeded != 1 || st.Run != 4 {
+	if st := s.sched.Stats(); st.Failed != 2 || st.Succeeded != 1 || st.Run != 4 || st.Remaining != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestRunEndingReady: a run that ends READY (a NetworkEnv or SaaSEnv alone)
+// is no result, as in mlos_bench: the trial is stored READY with its
+// status history, no end time and no results, the optimizer never sees
+// it, it counts against max_trials, the experiment goes on, and a resume
+// runs it again.
+func TestRunEndingReady(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	ctx := context.Background()
+	s := newSetup(t, openStore(t, path), Config{ExperimentID: "e", MaxTrials: 2}, map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(10)},
+		func(ctx context.Context, p environments.Params) environments.Result {
+			return environments.Result{Status: trial.READY, Metrics: map[string]any{"score": 1.0}}
+		})
+	if err := s.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts := trials(t, s.exp)
+	if len(ts) != 2 {
+		t.Fatalf("max_trials 2: %d trials", len(ts))
+	}
+	for _, tr := range ts {
+		if tr.Status != trial.READY || tr.Finished() || len(tr.Results) != 0 || tr.FailureReason != "" {
+			t.Errorf("trial %d: %s finished %v results %v reason %q", tr.ID, tr.Status, tr.Finished(), tr.Results, tr.FailureReason)
+		}
+	}
+	if d, err := s.exp.Trial(ctx, 1); err != nil || len(d.History) == 0 || d.History[len(d.History)-1].Status != trial.READY {
+		t.Errorf("status history %+v, %v", d.History, err)
+	}
+	if c, err := s.exp.CompletedTrials(ctx, 0); err != nil || len(c) != 0 {
+		t.Errorf("completed trials (what an optimizer is given) %d, %v", len(c), err)
+	}
+	if st := s.sched.Stats(); st.Run != 2 || st.Failed != 0 || st.Succeeded != 0 || st.Remaining != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	// A resume runs them again; now they succeed.
+	s2 := newSetup(t, openStore(t, path), Config{ExperimentID: "e", MaxTrials: 2}, map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(10)},
+		func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+	if err := s2.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts = trials(t, s2.exp)
+	if len(ts) != 2 || ts[0].Status != trial.SUCCEEDED || ts[1].Status != trial.SUCCEEDED || s2.env.runs != 2 {
+		t.Errorf("after the resume: %+v, %d runs", ts, s2.env.runs)
 	}
 }
 

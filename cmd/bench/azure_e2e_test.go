@@ -129,16 +129,20 @@ func readString(t *testing.T, p string) string {
 // TestAzureNetworkAndSaaSExperiments runs mlos_bench's other Azure example
 // shapes with the bench binary against the fake: the network environment
 // of cli-create-network-test (its services given at the top level of the
-// CLI config) and a SaaS configuration trial on a MySQL flexible server.
-// Each is followed by a LocalEnv that reports a score: a NetworkEnv or a
-// SaaSEnv alone ends its run READY, which bench records as a failed trial.
+// CLI config; its teardown sends mlos_bench's deprovisioning request, which
+// ARM does not serve: the error is logged and the network kept) and a SaaS
+// configuration trial on a MySQL flexible server (with bench_azure_fixes,
+// without which mlos_bench's requests fail the setup).
+// Each is followed by a LocalEnv that reports a score; a NetworkEnv alone
+// (as cli-create-network-test has it) ends its run READY, which is no
+// result: as in mlos_bench, the trial stays READY and the run fails.
 func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	const clientID, secret = "11111111-2222-3333-4444-555555555555", "cli-e2e-client-secret"
 	srv := azureFake(t, armfake.Options{ClientID: clientID, ClientSecret: secret, RetryAfter: "0"}, clientID, secret)
 	dir := azureConfigs(t)
 	write(t, dir, "score.jsonc", `{"name": "score", "class": "mlos_bench.environments.LocalEnv",
 		"config": {"run": ["echo score=1.5"], "results_stdout_pattern": "^(score)=([0-9.]+)$"}}`, 0o644)
-	for _, name := range []string{"virtual-network", "azure-flex-db"} {
+	for _, name := range []string{"virtual-network", "azure-flex-db-fixes"} {
 		write(t, dir, "root-"+name+".jsonc", `{"name": "`+name+` and a score", "class": "mlos_bench.environments.CompositeEnv",
 			"config": {"include_children": ["azure/environments/`+name+`.jsonc", "score.jsonc"]}}`, 0o644)
 	}
@@ -148,7 +152,7 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 		"globals": ["azure/globals/global-azure-test.jsonc"],
 		"services": ["azure/services/service-auth.jsonc", "azure/services/service-virtual-network.jsonc"],
 		"experiment_id": "create-network-test",
-		"teardown": false
+		"teardown": true
 	}`, 0o644)
 	r := runBench(t, dir, "--config", "cli-create-network-test.jsonc")
 	if r.code != 0 {
@@ -157,8 +161,27 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	if _, ok := srv.VNet("bench-rg-vnet-westus2"); !ok {
 		t.Errorf("no virtual network after the experiment\n%s", r.stderr)
 	}
+	if n := srv.CountCalls("POST", "/virtualNetwork/bench-rg-vnet-westus2/delete"); n != 1 || !strings.Contains(r.stderr, "ignoring an error deprovisioning the virtual network") {
+		t.Errorf("teardown: %d POSTs of mlos_bench's deprovisioning request, want 1 and a logged error\n%s", n, r.stderr)
+	}
 	if rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "create-network-test"); rows[1] != "SUCCEEDED" {
 		t.Errorf("network trials %v", rows)
+	}
+
+	// The network environment alone, as cli-create-network-test.jsonc runs it.
+	write(t, dir, "cli-network-alone.jsonc", `{
+		"config_path": ["."],
+		"environment": "azure/environments/virtual-network.jsonc",
+		"globals": ["azure/globals/global-azure-test.jsonc"],
+		"services": ["azure/services/service-auth.jsonc", "azure/services/service-virtual-network.jsonc"],
+		"experiment_id": "network-alone"
+	}`, 0o644)
+	r = runBench(t, dir, "--config", "cli-network-alone.jsonc")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "ended their run READY") {
+		t.Errorf("network alone: exit %d, want a failure naming the READY trials\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "network-alone"); len(rows) != 1 || rows[1] != "READY" {
+		t.Errorf("network alone: trials %v, want one READY", rows)
 	}
 
 	srv.AddServer("Microsoft.DBforMySQL", "flexibleServers", "bench-test-vm", map[string]armfake.DBConfig{
@@ -168,7 +191,7 @@ func TestAzureNetworkAndSaaSExperiments(t *testing.T) {
 	})
 	write(t, dir, "cli-flex-db.jsonc", `{
 		"config_path": ["."],
-		"environment": "root-azure-flex-db.jsonc",
+		"environment": "root-azure-flex-db-fixes.jsonc",
 		"globals": ["azure/globals/global-azure-test.jsonc"],
 		"experiment_id": "flex-db",
 		"teardown": false

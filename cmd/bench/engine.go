@@ -157,6 +157,9 @@ func writeOutcome(ctx context.Context, url string, out trial.Outcome) error {
 // file is written either way. A SQLite file is never opened from the far side (it may be
 // on a network file system).
 func storeOutcome(ctx context.Context, l *configs.Launch, req *engines.Request, out *trial.Outcome) {
+	if !out.Status.IsCompleted() {
+		return // no final status (a run that ended READY): the driver records it
+	}
 	cfg, err := launcher.StorageConfig(l.Loader, l.Storage, l.Globals)
 	if err != nil || req.Owner == "" {
 		return

@@ -210,7 +210,8 @@ func (e *NetworkEnv) Teardown(ctx context.Context) error {
 
 // SaaSEnv configures a managed service with the values of its tunables
 // (RemoteConfig.Configure) and, when the service says the new
-// configuration is pending a restart, restarts it through HostOps.
+// configuration is pending a restart, restarts it and then starts it
+// through HostOps, as mlos_bench's SaaSEnv does.
 type SaaSEnv struct{ *opEnv }
 
 var _ environments.Environment = SaaSEnv{}
@@ -248,6 +249,9 @@ func (e SaaSEnv) Setup(ctx context.Context, tun *tunables.Groups, globals enviro
 		}
 		if err := ops.RestartHost(ctx, params, false); err != nil {
 			return fmt.Errorf("%s: restart to apply the configuration: %w", e.who(), err)
+		}
+		if err := ops.StartHost(ctx, params); err != nil {
+			return fmt.Errorf("%s: start after the restart: %w", e.who(), err)
 		}
 	}
 	e.setReady(true)

@@ -536,7 +536,8 @@ func TestSaaSEnv(t *testing.T) {
 			}
 			want := []string{"configure pg-1 kernel_sched_latency_ns=2000000,kernel_sched_migration_cost_ns=5000"}
 			if pending {
-				want = append(want, "restart pg-1")
+				// Restarted, then started, as mlos_bench's SaaSEnv does.
+				want = append(want, "restart pg-1", "start pg-1")
 			}
 			if diff := cmp.Diff(want, j.get()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

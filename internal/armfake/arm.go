@@ -54,6 +54,10 @@ type DBServer struct {
 	Restarts             int
 	// Updates counts configuration writes (one per PUT, one per batch).
 	Updates int
+	// State is the server's state, "Ready" or "Stopped" (stop and start
+	// change it); Starts counts the start operations.
+	State  string
+	Starts int
 }
 
 type operation struct {
@@ -79,7 +83,7 @@ type deployment struct {
 func (s *Server) AddServer(provider, kind, name string, configs map[string]DBConfig) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	srv := &DBServer{Provider: provider, Kind: kind, Name: name, Configs: map[string]*DBConfig{}}
+	srv := &DBServer{Provider: provider, Kind: kind, Name: name, Configs: map[string]*DBConfig{}, State: "Ready"}
 	for k, c := range configs {
 		c := c
 		if c.Default == "" {
@@ -279,6 +283,11 @@ func (s *Server) serveARM(w http.ResponseWriter, r *http.Request, body []byte) {
 		e = s.serveVNetLocked(w, r, a.name)
 	case strings.HasPrefix(a.provider, "Microsoft.DBfor"):
 		e = s.serveDBLocked(w, r, a, body)
+	case strings.EqualFold(a.provider, "Microsoft.Network") && a.typ == "virtualNetwork":
+		// mlos_bench's deprovisioning request (POST .../virtualNetwork/<name>/delete):
+		// ARM has no such resource type, and answers an unknown type of a
+		// namespace with 404 InvalidResourceType.
+		e = fail(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' could not be found in the namespace '%s' for api version '%s'.", a.typ, a.provider, r.URL.Query().Get("api-version"))
 	default:
 		e = fail(http.StatusBadRequest, "NoRegisteredProviderFound", "the fake serves no %s/%s", a.provider, a.typ)
 	}
@@ -812,6 +821,11 @@ func (s *Server) serveDBLocked(w http.ResponseWriter, r *http.Request, a armPath
 			return e
 		}
 		srv.Updates++
+		if s.opts.ConfigurationsAt200 {
+			apply(name, value)
+			writeJSON(w, http.StatusOK, s.configJSON(srv, name))
+			return nil
+		}
 		s.startOpLocked(w, http.StatusAccepted, srv.Name, nil, func() string {
 			apply(name, value)
 			return ""
@@ -841,6 +855,15 @@ func (s *Server) serveDBLocked(w http.ResponseWriter, r *http.Request, a armPath
 			}
 		}
 		srv.Updates++
+		if s.opts.ConfigurationsAt200 {
+			var vals []any
+			for _, v := range req.Value {
+				apply(v.Name, *v.Properties.Value)
+				vals = append(vals, s.configJSON(srv, v.Name))
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"value": vals})
+			return nil
+		}
 		s.startOpLocked(w, http.StatusAccepted, srv.Name, nil, func() string {
 			for _, v := range req.Value {
 				apply(v.Name, *v.Properties.Value)
@@ -848,7 +871,30 @@ func (s *Server) serveDBLocked(w http.ResponseWriter, r *http.Request, a armPath
 			return ""
 		})
 		return nil
+	case len(a.rest) == 0 && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, map[string]any{"name": srv.Name, "type": srv.Provider + "/" + srv.Kind,
+			"properties": map[string]any{"state": srv.State, "userVisibleState": srv.State}})
+		return nil
+	case len(a.rest) == 1 && a.rest[0] == "configurations" && r.Method == http.MethodPut:
+		// mlos_bench's check for a pending restart PUTs to the list of
+		// configurations; Azure's API has no such operation.
+		return fail(http.StatusMethodNotAllowed, "MethodNotAllowed", "the requested resource does not support http method 'PUT'")
+	case len(a.rest) == 1 && (a.rest[0] == "start" || a.rest[0] == "stop") && r.Method == http.MethodPost:
+		action := a.rest[0]
+		s.startOpLocked(w, http.StatusAccepted, srv.Name, nil, func() string {
+			if action == "start" {
+				srv.State = "Ready"
+				srv.Starts++
+			} else {
+				srv.State = "Stopped"
+			}
+			return ""
+		})
+		return nil
 	case len(a.rest) == 1 && a.rest[0] == "restart" && r.Method == http.MethodPost:
+		if srv.State != "Ready" {
+			return fail(http.StatusConflict, "ServerNotReady", "server '%s' is %s and cannot be restarted", srv.Name, srv.State)
+		}
 		s.startOpLocked(w, http.StatusAccepted, srv.Name, nil, func() string {
 			srv.Restarts++
 			for _, c := range srv.Configs {

@@ -77,6 +77,10 @@ type Options struct {
 	// RetryAfter, when set, is sent as Retry-After on accepted operations
 	// and on polls of operations in progress.
 	RetryAfter string
+	// ConfigurationsAt200 makes database servers answer configuration
+	// changes at once with 200 OK (applied immediately) instead of 202
+	// Accepted with an operation to follow; Azure documents both answers.
+	ConfigurationsAt200 bool
 }
 
 // Server is a running fake. Close it when done.
@@ -100,6 +104,7 @@ type Server struct {
 	runCmds     map[string]*RunCommand    // "vm/command"
 	runLog      []*RunCommand
 	calls       []string // "METHOD /path"
+	armBodies   []string // "METHOD /path\x00body" of ARM calls (never token requests)
 	seq         int
 	scriptDir   string
 	opBase      string
@@ -237,6 +242,21 @@ func (s *Server) Calls() []string {
 	return append([]string(nil), s.calls...)
 }
 
+// LastBody returns the body of the last ARM call with the method whose
+// path contains contains ("" if none).
+func (s *Server) LastBody(method, contains string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.armBodies) - 1; i >= 0; i-- {
+		head, body, _ := strings.Cut(s.armBodies[i], "\x00")
+		m, p, _ := strings.Cut(head, " ")
+		if m == method && strings.Contains(p, contains) {
+			return body
+		}
+	}
+	return ""
+}
+
 // CountCalls counts the calls with the method whose path contains contains.
 func (s *Server) CountCalls(method, contains string) int {
 	n := 0
@@ -303,6 +323,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
+	if strings.HasPrefix(p, "/subscriptions/") {
+		s.mu.Lock()
+		s.armBodies = append(s.armBodies, r.Method+" "+p+"\x00"+string(body))
+		s.mu.Unlock()
+	}
 	switch {
 	case p == "/msi/token":
 		s.serveMSI(w, r)

@@ -114,3 +114,59 @@ func TestARMBasics(t *testing.T) {
 		t.Errorf("extra parameter: %d %v", st, m)
 	}
 }
+
+// TestMlosBenchRequestsAndServerStates: the fake refuses mlos_bench's two
+// requests that Azure's API does not have (the virtual network POST with
+// 404 InvalidResourceType, the PUT to a server's list of configurations
+// with 405), answers configuration changes at once with 200 when asked
+// to, and keeps a server's state through stop and start (a stopped server
+// cannot restart).
+func TestMlosBenchRequestsAndServerStates(t *testing.T) {
+	s := New(Options{Polls: -1, ConfigurationsAt200: true})
+	defer s.Close()
+	tok := s.IssueToken(AudienceARM, time.Hour)
+	rg := "/subscriptions/" + s.Subscription() + "/resourceGroups/" + s.ResourceGroup()
+	st, _, body := do(t, s, "POST", rg+"/providers/Microsoft.Network/virtualNetwork/v1/delete?api-version=2023-05-01", tok, "")
+	if e, _ := body["error"].(map[string]any); st != 404 || e["code"] != "InvalidResourceType" || !strings.Contains(e["message"].(string), "'virtualNetwork'") {
+		t.Errorf("mlos_bench's network deletion: %d %v", st, body)
+	}
+	s.AddServer("Microsoft.DBforMySQL", "flexibleServers", "db", map[string]DBConfig{"x": {Value: "1"}})
+	srv := rg + "/providers/Microsoft.DBforMySQL/flexibleServers/db"
+	if st, _, _ := do(t, s, "PUT", srv+"/configurations?api-version=2022-01-01", tok, ""); st != 405 {
+		t.Errorf("PUT to the list of configurations: %d", st)
+	}
+	st, _, body = do(t, s, "PUT", srv+"/configurations/x?api-version=2022-01-01", tok, `{"properties": {"value": "2"}}`)
+	if p, _ := body["properties"].(map[string]any); st != 200 || p["value"] != "2" {
+		t.Errorf("change answered at 200: %d %v", st, body)
+	}
+	st, _, body = do(t, s, "POST", srv+"/updateConfigurations?api-version=2022-01-01", tok, `{"value": [{"name": "x", "properties": {"value": "3"}}]}`)
+	if db, _ := s.DBServer("Microsoft.DBforMySQL", "flexibleServers", "db"); st != 200 || db.Configs["x"].Value != "3" || db.Updates != 2 {
+		t.Errorf("batch answered at 200: %d %v, server %+v", st, body, db)
+	}
+	state := func() any {
+		_, _, b := do(t, s, "GET", srv+"?api-version=2022-01-01", tok, "")
+		p, _ := b["properties"].(map[string]any)
+		return p["state"]
+	}
+	poll := func(h http.Header) {
+		if st, _, b := do(t, s, "GET", strings.TrimPrefix(h.Get("Azure-AsyncOperation"), s.URL()), tok, ""); st != 200 || b["status"] != "Succeeded" {
+			t.Fatalf("operation: %d %v", st, b)
+		}
+	}
+	if state() != "Ready" {
+		t.Fatalf("state %v", state())
+	}
+	_, h, _ := do(t, s, "POST", srv+"/stop?api-version=2022-01-01", tok, "")
+	poll(h)
+	if state() != "Stopped" {
+		t.Errorf("after stop: %v", state())
+	}
+	if st, _, _ := do(t, s, "POST", srv+"/restart?api-version=2022-01-01", tok, ""); st != 409 {
+		t.Errorf("restart of a stopped server: %d", st)
+	}
+	_, h, _ = do(t, s, "POST", srv+"/start?api-version=2022-01-01", tok, "")
+	poll(h)
+	if db, _ := s.DBServer("Microsoft.DBforMySQL", "flexibleServers", "db"); db.State != "Ready" || db.Starts != 1 {
+		t.Errorf("after start: %+v", db)
+	}
+}

@@ -201,37 +201,54 @@ func TestE2EVMStuck(t *testing.T) {
 	}
 }
 
-// TestE2ENetwork runs the virtual network environment: provision on setup,
-// delete on teardown (deprovision_on_teardown).
+// TestE2ENetwork runs the virtual network environment: provision on setup;
+// on teardown (deprovision_on_teardown) mlos_bench's deprovisioning
+// request, which ARM does not serve: the error is logged and ignored, as
+// mlos_bench's NetworkEnv does, and the network stays. With
+// bench_azure_fixes the teardown deletes it.
 func TestE2ENetwork(t *testing.T) {
-	e := setupE2E(t, armfake.Options{})
-	ctx := context.Background()
-	env, g := e.build(t, "azure/environments/virtual-network.jsonc", nil,
-		"azure/services/service-auth.jsonc", "azure/services/service-virtual-network.jsonc")
-	if err := env.Setup(ctx, env.Tunables(), g); err != nil {
-		t.Fatalf("setup: %v", err)
-	}
-	const vnet = "bench-rg-vnet-westus2"
-	if dp, _ := e.srv.DeploymentParams(vnet + "-deployment"); dp["subnetPrefix"] != "10.0.0.0/24" || dp["location"] != "westus2" {
-		t.Errorf("deployment parameters %v", dp)
-	}
-	if _, ok := e.srv.VNet(vnet); !ok {
-		t.Fatal("no virtual network")
-	}
-	if _, ok := e.srv.Resource("Microsoft.Network/networkSecurityGroups/" + vnet + "-default-nsg"); !ok {
-		t.Error("no network security group")
-	}
-	if err := env.Teardown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := e.srv.VNet(vnet); ok {
-		t.Error("the network was not deleted on teardown")
+	for _, fixes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mlos_bench", true: "bench_azure_fixes"}[fixes], func(t *testing.T) {
+			e := setupE2E(t, armfake.Options{})
+			ctx := context.Background()
+			svc := "azure/services/service-virtual-network.jsonc"
+			if fixes {
+				svc = "azure/services/service-virtual-network-fixes.jsonc"
+			}
+			env, g := e.build(t, "azure/environments/virtual-network.jsonc", nil, "azure/services/service-auth.jsonc", svc)
+			if err := env.Setup(ctx, env.Tunables(), g); err != nil {
+				t.Fatalf("setup: %v", err)
+			}
+			const vnet = "bench-rg-vnet-westus2"
+			if dp, _ := e.srv.DeploymentParams(vnet + "-deployment"); dp["subnetPrefix"] != "10.0.0.0/24" || dp["location"] != "westus2" {
+				t.Errorf("deployment parameters %v", dp)
+			}
+			if _, ok := e.srv.VNet(vnet); !ok {
+				t.Fatal("no virtual network")
+			}
+			if _, ok := e.srv.Resource("Microsoft.Network/networkSecurityGroups/" + vnet + "-default-nsg"); !ok {
+				t.Error("no network security group")
+			}
+			if err := env.Teardown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, kept := e.srv.VNet(vnet)
+			posts := e.srv.CountCalls("POST", "/virtualNetwork/"+vnet+"/delete")
+			deletes := e.srv.CountCalls("DELETE", "/virtualNetworks/"+vnet)
+			if fixes && (kept || posts != 0 || deletes != 1) {
+				t.Errorf("bench_azure_fixes: network kept %v, %d POSTs, %d DELETEs; want deleted with one DELETE", kept, posts, deletes)
+			}
+			if !fixes && (!kept || posts != 1 || deletes != 0) {
+				t.Errorf("mlos_bench: network kept %v, %d POSTs, %d DELETEs; want kept after one POST", kept, posts, deletes)
+			}
+		})
 	}
 }
 
-// TestE2ESaaS runs a SaaS configuration trial on a MySQL flexible server:
-// the tunable values are set in one batch, and the server is restarted
-// because a static parameter changed.
+// TestE2ESaaS runs a SaaS configuration trial on a MySQL flexible server
+// with bench_azure_fixes: the tunable values are set in one batch (Azure's
+// 202 answer followed), and the server is restarted by the service because
+// a static parameter changed.
 func TestE2ESaaS(t *testing.T) {
 	e := setupE2E(t, armfake.Options{})
 	ctx := context.Background()
@@ -240,7 +257,7 @@ func TestE2ESaaS(t *testing.T) {
 		"innodb_adaptive_hash_index": {Value: "ON"},
 		"join_buffer_size":           {Value: "262144"},
 	})
-	env, g := e.build(t, "azure/environments/azure-flex-db.jsonc", nil)
+	env, g := e.build(t, "azure/environments/azure-flex-db-fixes.jsonc", nil)
 	tun := env.Tunables()
 	// Dynamic parameters only: no restart.
 	if err := tun.Assign(map[string]any{"innodb_adaptive_hash_index": "OFF", "join_buffer_size": int64(4096)}); err != nil {
@@ -253,7 +270,8 @@ func TestE2ESaaS(t *testing.T) {
 	if db.Configs["innodb_adaptive_hash_index"].Value != "OFF" || db.Configs["join_buffer_size"].Value != "4096" || db.Restarts != 0 || db.Updates != 1 {
 		t.Fatalf("server after the first trial: %+v restarts %d updates %d", db.Configs, db.Restarts, db.Updates)
 	}
-	// A static parameter: the server is restarted.
+	// A static parameter: the server is restarted (then started, as
+	// mlos_bench's SaaSEnv asks; it is running, so nothing is sent).
 	if err := tun.Assign(map[string]any{"innodb_buffer_pool_size": int64(268435456)}); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +279,41 @@ func TestE2ESaaS(t *testing.T) {
 		t.Fatalf("second setup: %v", err)
 	}
 	db, _ = e.srv.DBServer("Microsoft.DBforMySQL", "flexibleServers", "bench-test-vm")
-	if db.Configs["innodb_buffer_pool_size"].Value != "268435456" || db.Configs["innodb_buffer_pool_size"].Pending || db.Restarts != 1 {
-		t.Errorf("server after the second trial: %+v restarts %d", db.Configs["innodb_buffer_pool_size"], db.Restarts)
+	if db.Configs["innodb_buffer_pool_size"].Value != "268435456" || db.Configs["innodb_buffer_pool_size"].Pending || db.Restarts != 1 || db.Starts != 0 {
+		t.Errorf("server after the second trial: %+v restarts %d starts %d", db.Configs["innodb_buffer_pool_size"], db.Restarts, db.Starts)
+	}
+}
+
+// TestE2ESaaSAsMlosBench runs mlos_bench's azure-flex-db.jsonc unchanged:
+// a change Azure answers with 202 fails the setup; with 200 answers the
+// change is made, and then mlos_bench's pending-restart check (a PUT to the
+// list of configurations, which Azure does not serve) fails the setup, as
+// it would fail mlos_bench's.
+func TestE2ESaaSAsMlosBench(t *testing.T) {
+	for _, at200 := range []bool{false, true} {
+		e := setupE2E(t, armfake.Options{ConfigurationsAt200: at200})
+		ctx := context.Background()
+		e.srv.AddServer("Microsoft.DBforMySQL", "flexibleServers", "bench-test-vm", map[string]armfake.DBConfig{
+			"innodb_buffer_pool_size":    {Value: "134217728", Static: true},
+			"innodb_adaptive_hash_index": {Value: "ON"},
+			"join_buffer_size":           {Value: "262144"},
+		})
+		env, g := e.build(t, "azure/environments/azure-flex-db.jsonc", nil)
+		tun := env.Tunables()
+		if err := tun.Assign(map[string]any{"innodb_adaptive_hash_index": "OFF"}); err != nil {
+			t.Fatal(err)
+		}
+		err := env.Setup(ctx, tun, g)
+		want := "HTTP 202"
+		if at200 {
+			want = "mlos_bench's PUT to the list of configurations"
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "bench_azure_fixes") {
+			t.Errorf("200 answers %v: setup error = %v, want %q", at200, err, want)
+		}
+		db, _ := e.srv.DBServer("Microsoft.DBforMySQL", "flexibleServers", "bench-test-vm")
+		if got := db.Configs["innodb_adaptive_hash_index"].Value; (got == "OFF") != at200 || db.Restarts != 0 {
+			t.Errorf("200 answers %v: value %s, %d restarts", at200, got, db.Restarts)
+		}
 	}
 }

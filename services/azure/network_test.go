@@ -32,12 +32,13 @@ func networkConfig(srv *armfake.Server) map[string]any {
 
 // TestNetworkProvisionAndDeprovision deploys the virtual network template
 // with parameters templated from the globals, re-runs it, and deletes the
-// network.
+// network with bench_azure_fixes (ARM's DELETE).
 func TestNetworkProvisionAndDeprovision(t *testing.T) {
 	srv := StartFake(t, armfake.Options{RetryAfter: "0"})
 	ctx := context.Background()
 	globals := map[string]any{"resourceGroup": srv.ResourceGroup(), "location": "westus2"}
 	cfg := networkConfig(srv)
+	cfg["bench_azure_fixes"] = true
 	// The globals fill the placeholders before the templating, as the
 	// builder merges globals into the config's keys.
 	cfg["deploymentTemplateParameters"].(map[string]any)["location"] = "westus2"
@@ -94,6 +95,43 @@ func TestNetworkProvisionAndDeprovision(t *testing.T) {
 	}
 	if err := net.DeprovisionNetwork(ctx, services.Params{"vnetName": "busy-vnet"}, true); err != nil {
 		t.Errorf("with ignoreErrors: %v", err)
+	}
+}
+
+// TestNetworkDeprovisionAsMlosBench: without bench_azure_fixes the
+// deprovisioning is mlos_bench's POST to .../virtualNetwork/<name>/delete,
+// which ARM does not serve (the fake answers 404 InvalidResourceType): an
+// error naming the option, or a logged warning with ignoreErrors (as
+// NetworkEnv's teardown asks), and the network stays.
+func TestNetworkDeprovisionAsMlosBench(t *testing.T) {
+	srv := StartFake(t, armfake.Options{RetryAfter: "0"})
+	ctx := context.Background()
+	cfg := networkConfig(srv)
+	cfg["deploymentTemplateParameters"].(map[string]any)["location"] = "westus2"
+	svc, err := newSvc(t, NetworkClassShort, cfg, map[string]any{"location": "westus2"}, armAuth(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := svc.(*NetworkService)
+	p := services.Params{"vnetName": "kept-vnet"}
+	if _, err := net.ProvisionNetwork(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	err = net.DeprovisionNetwork(ctx, p, false)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), "InvalidResourceType") || !strings.Contains(err.Error(), "bench_azure_fixes") {
+		t.Errorf("error = %v", err)
+	}
+	if err := net.DeprovisionNetwork(ctx, p, true); err != nil {
+		t.Errorf("with ignoreErrors: %v", err)
+	}
+	if n := srv.CountCalls(http.MethodPost, "/providers/Microsoft.Network/virtualNetwork/kept-vnet/delete"); n != 2 {
+		t.Errorf("%d POST .../virtualNetwork/kept-vnet/delete calls, want 2", n)
+	}
+	if n := srv.CountCalls(http.MethodDelete, "/virtualNetworks/"); n != 0 {
+		t.Errorf("%d DELETE calls, want none", n)
+	}
+	if _, ok := srv.VNet("kept-vnet"); !ok {
+		t.Error("the network is gone")
 	}
 }
 

@@ -37,14 +37,26 @@ type SaaSConfig struct {
 	SupportsBatchUpdate *bool  `json:"supportsBatchUpdate"`
 	IsFlex              *bool  `json:"isFlex"`
 	APIVersion          string `json:"apiVersion"`
+	// Fixes (bench only, bench_azure_fixes) sends the requests Azure's
+	// API documents where mlos_bench's would fail: see SaaSService.
+	Fixes bool `json:"bench_azure_fixes"`
 }
 
 // SaaSService sets the configuration parameters of an Azure database
 // server (MySQL or PostgreSQL flexible server, MariaDB server) from the
 // tunable values, as mlos_bench's AzureSaaSConfigService: one PUT per
 // parameter, or one batch POST where the server supports it (MySQL
-// flexible servers). It also restarts the server (HostOps), which
-// SaaSEnv does when a changed parameter is pending a restart.
+// flexible servers).
+//
+// By default it makes mlos_bench's requests and reads their answers as
+// mlos_bench does: a change succeeds only on an immediate 200 OK (Azure's
+// 202 Accepted fails it); the check for a pending restart PUTs to the list
+// of configurations; and it has no host operations, so SaaSEnv restarts
+// through another host service of the stack, as mlos_bench's does. With
+// bench_azure_fixes (SaaSServerOps) it follows 202 answers to the end,
+// sends "source": "user-override" with a single parameter, reads the list
+// of configurations with GET (every page), and restarts, starts and stops
+// the database server itself.
 type SaaSService struct {
 	arm      *armClient
 	cfg      SaaSConfig
@@ -52,11 +64,17 @@ type SaaSService struct {
 	kind     string // flexibleServers or servers
 	apiVer   string
 	provider string
+	fixes    bool
 }
+
+// SaaSServerOps is AzureSaaSConfigService with bench_azure_fixes: it also
+// provides host operations on the database server.
+type SaaSServerOps struct{ *SaaSService }
 
 var (
 	_ services.RemoteConfig = (*SaaSService)(nil)
-	_ services.HostOps      = (*SaaSService)(nil)
+	_ services.RemoteConfig = SaaSServerOps{}
+	_ services.HostOps      = SaaSServerOps{}
 )
 
 func newSaaSFromSpec(_ context.Context, spec services.Spec) (any, error) {
@@ -71,6 +89,9 @@ func newSaaSFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	s, err := NewSaaSService(c, auth)
 	if err != nil {
 		return nil, fromConfigError(spec, err)
+	}
+	if s.fixes {
+		return SaaSServerOps{s}, nil
 	}
 	return s, nil
 }
@@ -116,7 +137,7 @@ func NewSaaSService(c SaaSConfig, auth services.Auth) (*SaaSService, error) {
 	if flex {
 		kind = "flexibleServers"
 	}
-	return &SaaSService{arm: arm, cfg: c, batch: batch, kind: kind, apiVer: api, provider: c.Provider}, nil
+	return &SaaSService{arm: arm, cfg: c, batch: batch, kind: kind, apiVer: api, provider: c.Provider, fixes: c.Fixes}, nil
 }
 
 func (s *SaaSService) serverPath(params services.Params) (string, string, error) {
@@ -131,7 +152,9 @@ func (s *SaaSService) serverPath(params services.Params) (string, string, error)
 }
 
 // Configure sets the parameters (values as Python's str() writes them, as
-// mlos_bench sends them) and waits until Azure applied them.
+// mlos_bench sends them). Azure answers 200 OK (done) or 202 Accepted (an
+// operation in progress): by default only 200 succeeds, as in mlos_bench;
+// with bench_azure_fixes the operation is followed until it finished.
 func (s *SaaSService) Configure(ctx context.Context, params services.Params, settings map[string]any) error {
 	base, server, err := s.serverPath(params)
 	if err != nil {
@@ -157,37 +180,63 @@ func (s *SaaSService) Configure(ctx context.Context, params services.Params, set
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		return s.arm.waitAsync(ctx, r, what, deadline)
+		return s.answered(ctx, r, what, deadline)
 	}
 	for _, k := range names {
 		what := fmt.Sprintf("server %s: set %s", server, k)
 		slog.Debug("azure: setting a server configuration parameter", "server", server, "parameter", k)
+		props := map[string]any{"value": configs.PyStr(settings[k])}
+		if s.fixes {
+			props["source"] = "user-override"
+		}
 		r, err := s.arm.send(ctx, http.MethodPut, base+"/configurations/"+url.PathEscape(k)+"?api-version="+s.apiVer,
-			map[string]any{"properties": map[string]any{"value": configs.PyStr(settings[k]), "source": "user-override"}})
+			map[string]any{"properties": props})
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		// pollTimeout bounds each parameter's change.
-		if err := s.arm.waitAsync(ctx, r, what, time.Now().Add(s.arm.pollTimeout)); err != nil {
+		if err := s.answered(ctx, r, what, time.Now().Add(s.arm.pollTimeout)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// IsConfigPending lists the server's configuration parameters and reports
-// whether any is pending a restart (isConfigPendingRestart).
+// answered reads Azure's answer to a configuration change: mlos_bench
+// accepts only 200 OK; with bench_azure_fixes an operation (201, 202) is
+// followed to its end.
+func (s *SaaSService) answered(ctx context.Context, r *response, what string, deadline time.Time) error {
+	if s.fixes {
+		return s.arm.waitAsync(ctx, r, what, deadline)
+	}
+	if r.status != http.StatusOK {
+		return fmt.Errorf("%s: Azure answered HTTP %d %s, and mlos_bench's AzureSaaSConfigService accepts only 200 OK, so the change counts as failed; set \"bench_azure_fixes\": true on the service to follow Azure's asynchronous answers (bench only)", what, r.status, http.StatusText(r.status))
+	}
+	return nil
+}
+
+// IsConfigPending reports whether any of the server's configuration
+// parameters is pending a restart (isConfigPendingRestart). By default it
+// sends mlos_bench's request, a PUT without a body to the list of
+// configurations (Azure's API lists them with GET only), reads one page
+// and takes only the strings "True" and "False", as mlos_bench does. With
+// bench_azure_fixes it lists them with GET, every page, and also takes
+// JSON booleans.
 func (s *SaaSService) IsConfigPending(ctx context.Context, params services.Params) (bool, error) {
 	base, server, err := s.serverPath(params)
 	if err != nil {
 		return false, err
 	}
 	next := base + "/configurations?api-version=" + s.apiVer
+	method, what := http.MethodGet, "list the configuration"
+	if !s.fixes {
+		method, what = http.MethodPut, "check for a pending restart (mlos_bench's PUT to the list of configurations; bench_azure_fixes lists it with GET)"
+	}
 	pending := false
 	for pages := 0; next != "" && pages < 100; pages++ {
-		r, err := s.arm.send(ctx, http.MethodGet, next, nil)
+		r, err := s.arm.send(ctx, method, next, nil)
 		if err != nil {
-			return false, fmt.Errorf("server %s: list the configuration: %w", server, err)
+			return false, fmt.Errorf("server %s: %s: %w", server, what, err)
 		}
 		var doc struct {
 			Value []struct {
@@ -199,13 +248,20 @@ func (s *SaaSService) IsConfigPending(ctx context.Context, params services.Param
 			NextLink string `json:"nextLink"`
 		}
 		if err := r.json(&doc); err != nil {
-			return false, fmt.Errorf("server %s: list the configuration: %w", server, err)
+			return false, fmt.Errorf("server %s: %s: %w", server, what, err)
 		}
 		for _, v := range doc.Value {
-			if p := strings.Trim(strings.ToLower(string(v.Properties.Pending)), `"`); p == "true" {
+			raw := string(v.Properties.Pending)
+			if !s.fixes && raw != `"True"` && raw != `"False"` {
+				return false, fmt.Errorf("server %s: %s: parameter %s: isConfigPendingRestart is %s, and mlos_bench takes only \"True\" or \"False\" (bench_azure_fixes also takes JSON booleans)", server, what, v.Name, raw)
+			}
+			if p := strings.Trim(strings.ToLower(raw), `"`); p == "true" {
 				slog.Debug("azure: configuration parameter pending a restart", "server", server, "parameter", v.Name)
 				pending = true
 			}
+		}
+		if !s.fixes {
+			break // mlos_bench reads the first page only
 		}
 		next = doc.NextLink
 	}
@@ -227,16 +283,42 @@ func (s *SaaSService) serverAction(ctx context.Context, params services.Params, 
 }
 
 // RestartHost restarts the server and waits until the restart finished.
-func (s *SaaSService) RestartHost(ctx context.Context, params services.Params, _ bool) error {
+func (s SaaSServerOps) RestartHost(ctx context.Context, params services.Params, _ bool) error {
 	return s.serverAction(ctx, params, "restart")
 }
 
-// StartHost starts a stopped server.
-func (s *SaaSService) StartHost(ctx context.Context, params services.Params) error {
+// StartHost starts the server if it is stopped (SaaSEnv, as mlos_bench's,
+// asks for a start after each restart; a running server is left alone).
+func (s SaaSServerOps) StartHost(ctx context.Context, params services.Params) error {
+	base, server, err := s.serverPath(params)
+	if err != nil {
+		return err
+	}
+	r, err := s.arm.send(ctx, http.MethodGet, base+"?api-version="+s.apiVer, nil)
+	if err != nil {
+		return fmt.Errorf("server %s: read its state: %w", server, err)
+	}
+	var doc struct {
+		Properties struct {
+			State            string `json:"state"`
+			UserVisibleState string `json:"userVisibleState"`
+		} `json:"properties"`
+	}
+	if err := r.json(&doc); err != nil {
+		return fmt.Errorf("server %s: read its state: %w", server, err)
+	}
+	state := doc.Properties.State
+	if state == "" {
+		state = doc.Properties.UserVisibleState
+	}
+	if !strings.EqualFold(state, "Stopped") {
+		slog.Debug("azure: server not stopped; no start needed", "server", server, "state", state)
+		return nil
+	}
 	return s.serverAction(ctx, params, "start")
 }
 
 // StopHost stops the server.
-func (s *SaaSService) StopHost(ctx context.Context, params services.Params, _ bool) error {
+func (s SaaSServerOps) StopHost(ctx context.Context, params services.Params, _ bool) error {
 	return s.serverAction(ctx, params, "stop")
 }

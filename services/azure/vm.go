@@ -30,7 +30,17 @@ type VMConfig struct {
 	deploymentConfig
 	// CustomDataFile is read into the customData deployment parameter.
 	CustomDataFile string `json:"customDataFile"`
+	// ShellLines (bench only) is how Run Command gets a phase's lines:
+	// "mlos_bench" (the default) joins them with "; " as mlos_bench does,
+	// "verbatim" one per line, as written.
+	ShellLines string `json:"bench_shell_lines"`
 }
+
+// Values of bench_shell_lines (the key and values LocalEnv has too).
+const (
+	ShellLinesMlosBench = "mlos_bench"
+	ShellLinesVerbatim  = "verbatim"
+)
 
 // VMService manages Azure VMs through ARM's REST API, as mlos_bench's
 // AzureVMService: it provisions them from an ARM template, starts, stops,
@@ -40,6 +50,7 @@ type VMConfig struct {
 // default "<vmName>-deployment".
 type VMService struct {
 	*deployer
+	verbatim bool // bench_shell_lines "verbatim": lines joined by newlines
 }
 
 var (
@@ -72,7 +83,12 @@ func newVMFromSpec(_ context.Context, spec services.Spec) (any, error) {
 		}
 		d.params["customData"] = string(data)
 	}
-	return &VMService{deployer: d}, nil
+	switch c.ShellLines {
+	case "", ShellLinesMlosBench, ShellLinesVerbatim:
+	default:
+		return nil, spec.Ref.Child("config").Child("bench_shell_lines").Errorf("must be %q (the default: lines joined with \"; \", as mlos_bench does) or %q (one line after another, as written), not %q", ShellLinesMlosBench, ShellLinesVerbatim, c.ShellLines)
+	}
+	return &VMService{deployer: d, verbatim: c.ShellLines == ShellLinesVerbatim}, nil
 }
 
 func (s *VMService) vmName(params services.Params) (string, error) {
@@ -214,8 +230,10 @@ func (s *VMService) waitPower(ctx context.Context, vm, want, what string, deadli
 var commandNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // RemoteExec runs the script on the VM with Run Command (managed, async
-// execution) and waits for its result. The lines are joined with newlines
-// into one shell script; req.Env reaches it as protectedParameters, which
+// execution) and waits for its result. The lines are joined into one
+// shell script with "; ", as mlos_bench does (so a line that is a comment
+// swallows the lines after it), or with newlines under bench_shell_lines
+// "verbatim"; req.Env reaches it as protectedParameters, which
 // Run Command exports as environment variables (never spliced into the
 // script text). The command is named by the commandName parameter, else
 // req.CommandName; the location comes from the location parameter.
@@ -252,7 +270,11 @@ func (s *VMService) RemoteExec(ctx context.Context, req services.RemoteExecReque
 	for _, k := range keys {
 		prot = append(prot, map[string]any{"name": k, "value": req.Env[k]})
 	}
-	script := strings.Join(req.Script, "\n")
+	sep := "; "
+	if s.verbatim {
+		sep = "\n"
+	}
+	script := strings.Join(req.Script, sep)
 	body := map[string]any{
 		"location": loc,
 		"properties": map[string]any{

@@ -399,3 +399,48 @@ func TestVMRunCommand(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestVMRunCommandShellLines: by default Run Command gets the lines joined
+// with "; ", as mlos_bench sends them, so a comment line swallows the
+// lines after it; bench_shell_lines "verbatim" sends one line after
+// another. Any other value is a config error naming the key.
+func TestVMRunCommandShellLines(t *testing.T) {
+	srv := StartFake(t, armfake.Options{RetryAfter: "0"})
+	ctx := context.Background()
+	lines := []string{"echo one", "# a comment", "echo two"}
+	for _, tc := range []struct {
+		mode       any // bench_shell_lines; nil: absent
+		wantScript string
+		wantOut    string
+	}{
+		{nil, "echo one; # a comment; echo two", "one\n"},
+		{"mlos_bench", "echo one; # a comment; echo two", "one\n"},
+		{"verbatim", "echo one\n# a comment\necho two", "one\ntwo\n"},
+	} {
+		cfg := vmConfig(srv)
+		if tc.mode != nil {
+			cfg["bench_shell_lines"] = tc.mode
+		}
+		vm := newVM(t, srv, cfg, map[string]any{"vmName": "lines-vm"})
+		if _, err := vm.ProvisionHost(ctx, services.Params{}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := vm.RemoteExec(ctx, services.RemoteExecRequest{Script: lines, Params: services.Params{"location": "westus2"}, CommandName: "lines"})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.mode, err)
+		}
+		rc := srv.RunCommands()
+		if got := rc[len(rc)-1].Script; got != tc.wantScript {
+			t.Errorf("%v: script sent = %q, want %q", tc.mode, got, tc.wantScript)
+		}
+		if res.ExitCode != 0 || res.Stdout != tc.wantOut {
+			t.Errorf("%v: result = %+v, want stdout %q", tc.mode, res, tc.wantOut)
+		}
+	}
+	cfg := vmConfig(srv)
+	cfg["bench_shell_lines"] = "newlines"
+	_, err := newSvc(t, VMClassShort, cfg, map[string]any{"vmName": "lines-vm"}, armAuth(srv))
+	if err == nil || !strings.Contains(err.Error(), "/config/bench_shell_lines") || !strings.Contains(err.Error(), `"verbatim"`) {
+		t.Errorf("err = %v", err)
+	}
+}
