@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/safeio"
 )
@@ -365,6 +366,12 @@ type Launch struct {
 	Scheduler     string
 	Storage       string
 	TunableValues []string
+	// Refs tell where the CLI config names each file above: "environment",
+	// "optimizer", "scheduler", "storage", and "services/N",
+	// "tunable_values/N", "globals/N" by position in the lists above (and
+	// in the config's "globals"). Files given on the command line have no
+	// ref. Missing files are reported there (Loader.LoadAt).
+	Refs          map[string]source.Ref
 	RandomInit    bool
 	RandomSeed    *int64
 	Teardown      bool
@@ -477,8 +484,13 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range append(globalFiles, a.Globals...) {
-		doc, err := loader.Load(f, KindGlobals)
+	l.Refs = map[string]source.Ref{}
+	for i, f := range append(globalFiles, a.Globals...) {
+		var ref source.Ref
+		if i < len(globalFiles) {
+			ref = listRef(l.CLIDoc, "globals", i)
+		}
+		doc, err := loader.LoadAt(f, KindGlobals, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -540,13 +552,24 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	if l.Services, err = stringList(l.CLIDoc, cfg, "services"); err != nil {
 		return nil, err
 	}
+	for i := range l.Services {
+		l.Refs["services/"+strconv.Itoa(i)] = listRef(l.CLIDoc, "services", i)
+	}
 	l.Services = append(l.Services, a.Services...)
 	l.Environment = firstNonEmpty(a.Environment, str(cfg["environment"]))
 	l.Optimizer = firstNonEmpty(a.Optimizer, str(cfg["optimizer"]))
 	l.Scheduler = firstNonEmpty(a.Scheduler, str(cfg["scheduler"]))
 	l.Storage = firstNonEmpty(a.Storage, str(cfg["storage"]))
+	for key, given := range map[string]string{"environment": a.Environment, "optimizer": a.Optimizer, "scheduler": a.Scheduler, "storage": a.Storage} {
+		if given == "" && str(cfg[key]) != "" {
+			l.Refs[key] = l.CLIDoc.At(key)
+		}
+	}
 	if l.TunableValues, err = stringList(l.CLIDoc, cfg, "tunable_values"); err != nil {
 		return nil, err
+	}
+	for i := range l.TunableValues {
+		l.Refs["tunable_values/"+strconv.Itoa(i)] = listRef(l.CLIDoc, "tunable_values", i)
 	}
 	l.TunableValues = append(l.TunableValues, a.TunableValues...)
 	l.RandomInit = a.RandomInit || cfg["random_init"] == true
@@ -641,6 +664,18 @@ func stringList(doc *source.Doc, m map[string]any, key string) ([]string, error)
 		return out, nil
 	}
 	return nil, doc.Errorf([]string{key}, "expected a string or a list of strings")
+}
+
+// listRef points at element i of the CLI config's key, which holds a
+// string or a list of strings.
+func listRef(doc *source.Doc, key string, i int) source.Ref {
+	if doc == nil {
+		return source.Ref{}
+	}
+	if n := doc.Root.Get(key); n != nil && n.Kind == json5.String {
+		return doc.At(key)
+	}
+	return doc.At(key, strconv.Itoa(i))
 }
 
 // IsUsage reports whether err is a command-line usage problem.

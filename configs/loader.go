@@ -221,7 +221,7 @@ func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
 	data, err := l.ReadFile(resolved)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &source.Error{File: spec, Msg: fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(l.paths, ", "))}
+			return nil, &source.Error{File: spec, Msg: fmt.Sprintf("%s (searched %s and the built-in configs)", notFoundMsg, l.searched())}
 		}
 		return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: err}
 	}
@@ -238,6 +238,38 @@ func (l *Loader) Load(spec string, kind Kind) (*source.Doc, error) {
 		return nil, err
 	}
 	return doc, nil
+}
+
+// LoadAt is Load for a file that a config names at ref (an include, or a
+// key of the CLI config): a file that does not exist is reported at ref,
+// with its line and column, rather than as a file of its own. A ref
+// without a document (a command-line option) gives Load's error.
+func (l *Loader) LoadAt(spec string, kind Kind, ref source.Ref) (*source.Doc, error) {
+	doc, err := l.Load(spec, kind)
+	if err == nil || ref.Doc == nil || IsInline(spec) {
+		return doc, err
+	}
+	if isNotFound(err, spec) {
+		return nil, ref.Errorf("%s config file %q not found (searched %s and the built-in configs)", kind, spec, l.searched())
+	}
+	return nil, err
+}
+
+// isNotFound tells whether err is ReadDoc's "config file not found".
+func isNotFound(err error, spec string) bool {
+	var se *source.Error
+	return errors.As(err, &se) && se.File == spec && se.Pos.Line == 0 && strings.HasPrefix(se.Msg, notFoundMsg)
+}
+
+const notFoundMsg = "config file not found"
+
+// searched lists the search path for messages (the working folder when
+// it is empty).
+func (l *Loader) searched() string {
+	if len(l.paths)+len(l.fallback) == 0 {
+		return "the working folder"
+	}
+	return strings.Join(append(append([]string(nil), l.paths...), l.fallback...), ", ")
 }
 
 // Validate checks doc against the schema of kind (unless validation is

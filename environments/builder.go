@@ -3,7 +3,6 @@ package environments
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -22,6 +21,16 @@ import (
 // children of composites are built with the parent's const_args.
 type Builder struct {
 	Loader *configs.Loader
+	// ValidateOnly builds for bench validate: the same constructors run
+	// with the same checks, and they are told (services.Spec.ValidateOnly,
+	// Spec.ValidateOnly) to create nothing outside the process (no
+	// folders, connections or processes).
+	ValidateOnly bool
+	// MissingArgs, when set, is told about the required args that nothing
+	// provides (all of them, by environment) instead of the build failing
+	// at the first: bench validate of an environment file alone, whose
+	// globals arrive only at run time. The build goes on without them.
+	MissingArgs func(who string, at source.Ref, names []string)
 
 	mu     sync.Mutex
 	stacks []*services.Stack
@@ -64,8 +73,9 @@ func (b *Builder) SecurityNotices() []string {
 
 // LoadServices builds the services of each config (a path or inline JSON;
 // a single {class, config} or {"services": [...]}) on top of parent, in
-// order: later services override earlier ones.
-func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Params, parent *services.Stack) (*services.Stack, error) {
+// order: later services override earlier ones. at, when given, tells
+// where a config names each spec (for the error of a missing file).
+func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Params, parent *services.Stack, at ...source.Ref) (*services.Stack, error) {
 	if len(specs) == 0 {
 		return parent, nil
 	}
@@ -73,8 +83,8 @@ func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Para
 	if stack == nil {
 		stack = services.NewStack()
 	}
-	for _, s := range specs {
-		doc, err := b.Loader.Load(s, configs.KindService)
+	for i, s := range specs {
+		doc, err := b.Loader.LoadAt(s, configs.KindService, refAt(at, i))
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +135,8 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 		Globals:    maps.Clone(globals),
 		Parent:     parent,
 		SearchPath: b.Loader.Paths(),
-		Ref:        ref,
+		Ref:          ref,
+		ValidateOnly: b.ValidateOnly,
 	})
 	if err != nil {
 		var se *source.Error
@@ -138,8 +149,8 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 }
 
 // LoadTunables returns a copy of parent with the groups of each
-// tunable-params config merged in.
-func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunables.Groups, error) {
+// tunable-params config merged in (at: as for LoadServices).
+func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups, at ...source.Ref) (*tunables.Groups, error) {
 	var out *tunables.Groups
 	var err error
 	if parent != nil {
@@ -147,8 +158,8 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunabl
 	} else if out, err = tunables.New(); err != nil {
 		return nil, err
 	}
-	for _, s := range specs {
-		doc, err := b.Loader.Load(s, configs.KindTunableParams)
+	for i, s := range specs {
+		doc, err := b.Loader.LoadAt(s, configs.KindTunableParams, refAt(at, i))
 		if err != nil {
 			return nil, err
 		}
@@ -157,6 +168,9 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunabl
 			return nil, err
 		}
 		if err := out.Merge(g); err != nil {
+			if ref := refAt(at, i); ref.Doc != nil {
+				return nil, ref.Errorf("%s: %v", s, err)
+			}
 			return nil, doc.Errorf(nil, "%v", err)
 		}
 	}
@@ -164,18 +178,22 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunabl
 }
 
 // LoadEnvironment reads an environment config (a path or inline JSON) and
-// builds it.
-func (b *Builder) LoadEnvironment(ctx context.Context, spec string, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string) (Environment, error) {
+// builds it (at: where a config names it, as for LoadServices).
+func (b *Builder) LoadEnvironment(ctx context.Context, spec string, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string, at ...source.Ref) (Environment, error) {
 	if !configs.IsInline(spec) {
 		resolved := b.Loader.Resolve(spec)
 		for _, f := range chain {
 			if f == resolved {
-				return nil, fmt.Errorf("cyclic include of environment configs: %s", strings.Join(append(chain, resolved), " -> "))
+				msg := "cyclic include of environment configs: " + strings.Join(append(chain, resolved), " -> ")
+				if ref := refAt(at, 0); ref.Doc != nil {
+					return nil, ref.Errorf("%s", msg)
+				}
+				return nil, errors.New(msg)
 			}
 		}
 		chain = append(append([]string(nil), chain...), resolved)
 	}
-	doc, err := b.Loader.Load(spec, configs.KindEnvironment)
+	doc, err := b.Loader.LoadAt(spec, configs.KindEnvironment, refAt(at, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +228,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	if err != nil {
 		return nil, err
 	}
-	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc); err != nil {
+	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc, listRefs(ref.Child("include_services"), len(svcPaths))...); err != nil {
 		return nil, err
 	}
 	if svc == nil {
@@ -221,7 +239,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 		return nil, err
 	}
 	if len(tunPaths) > 0 {
-		if tun, err = b.LoadTunables(tunPaths, tun); err != nil {
+		if tun, err = b.LoadTunables(tunPaths, tun, listRefs(ref.Child("include_tunables"), len(tunPaths))...); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +250,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	env, err := ctor(ctx, Spec{
 		Name: name.Str, Class: class.Str, Config: cfg, Ref: ref,
 		Globals: globals, ParentArgs: parentArgs, Tunables: tun,
-		Services: svc, Builder: b, Chain: chain,
+		Services: svc, Builder: b, Chain: chain, ValidateOnly: b.ValidateOnly,
 	})
 	if err != nil {
 		var se *source.Error
@@ -243,4 +261,25 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 		return nil, ref.Errorf("environment %q: %v", name.Str, err)
 	}
 	return env, nil
+}
+
+// refAt returns at[i], or no ref.
+func refAt(at []source.Ref, i int) source.Ref {
+	if i < len(at) {
+		return at[i]
+	}
+	return source.Ref{}
+}
+
+// listRefs points at the n elements of the list (or the one string) at
+// ref.
+func listRefs(ref source.Ref, n int) []source.Ref {
+	if node := ref.Node(); node != nil && node.Kind == json5.String {
+		return []source.Ref{ref}
+	}
+	out := make([]source.Ref, n)
+	for i := range out {
+		out[i] = ref.Index(i)
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
@@ -91,9 +92,10 @@ type Options struct {
 // LocalExecService under the configured services).
 const localExecClass = "mlos_bench.services.local.local_exec.LocalExecService"
 
-// Build assembles the experiment described by l. Storage is opened (and
-// the experiment created or resumed) last, so that a broken config never
-// touches stored results.
+// Build assembles the experiment described by l. Everything a config can
+// get wrong is checked first, by the same steps bench validate runs
+// (provision); storage is opened (and the experiment created or resumed)
+// after, so that a broken config never touches stored results.
 func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -120,57 +122,22 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		g.repo, g.commit = gitInfo(rootEnv)
 		gitDone <- g
 	}()
-
-	schedCfg, err := r.schedulerConfig()
+	storageCfg, err := r.provision(ctx, o, nil)
 	if err != nil {
 		return nil, err
 	}
-	if o.AdjustScheduler != nil {
-		o.AdjustScheduler(&schedCfg)
-	}
-	r.SchedulerConfig = schedCfg
-	localRunners := schedCfg.NumTrialRunners
-	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive {
-		// The trials run on the engine, or by hand; one local copy of the
-		// environment gives the tunables and checks the configs.
-		localRunners = 1
-	}
-	for id := 1; id <= localRunners; id++ {
-		lr, err := r.BuildRunner(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		r.Runners = append(r.Runners, lr)
-	}
+	schedCfg := r.SchedulerConfig
 	if schedCfg.Cgroups != "off" && schedCfg.Engine == nil {
 		if err := r.attachCgroups(schedCfg.Cgroups); err != nil {
 			return nil, err
 		}
 	}
-
-	r.SecurityNotices = r.Notices()
-	if r.Tunables, err = r.initialTunables(); err != nil {
-		return nil, err
-	}
-	if r.Optimizer, err = r.buildOptimizer(); err != nil {
-		return nil, err
-	}
-	if o.Optimizer != nil {
-		if r.Optimizer, err = o.Optimizer(r, r.Optimizer); err != nil {
-			return nil, err
-		}
-	}
-	if l.Globals["experiment_id"] == nil && !r.schedulerHasID {
-		schedCfg.ExperimentID = defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv)
-		r.SchedulerConfig.ExperimentID = schedCfg.ExperimentID
-	}
-	r.ExperimentID = schedCfg.ExperimentID
 	pool, err := devicePool(ctx, schedCfg)
 	if err != nil {
 		return nil, err
 	}
 
-	if r.Storage, err = OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false); err != nil {
+	if r.Storage, err = storage.Open(ctx, storageCfg); err != nil {
 		return nil, err
 	}
 	info := storage.ExperimentInfo{
@@ -245,6 +212,87 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	return r, nil
 }
 
+// ValidateOptions tune Validate.
+type ValidateOptions struct {
+	// MissingArgs, when set, is told about required args without a value
+	// instead of failing (environments.Builder.MissingArgs).
+	MissingArgs func(who string, at source.Ref, names []string)
+}
+
+// Validate is bench validate's check of a run: the steps Build takes
+// before it starts anything (provision), with the same code and so the
+// same errors, but nothing created: one trial runner's environment and
+// services are built in validate-only mode (no folders, connections or
+// processes), the scheduler, optimizer, storage and engine configs are
+// decoded and checked, and storage is not opened.
+func Validate(ctx context.Context, l *configs.Launch, o ValidateOptions) error {
+	if l.Environment == "" {
+		return &configs.UsageError{Msg: "no environment config: give --environment FILE or set \"environment\" in the --config file"}
+	}
+	r := &Run{Launch: l, log: slog.Default(), RootEnv: l.Loader.Resolve(l.Environment)}
+	defer r.Close()
+	_, err := r.provision(ctx, Options{}, &o)
+	return err
+}
+
+// provision builds and checks everything of the run that a config decides,
+// in order: the scheduler config, the trial runners' environments and
+// their services, the initial tunable values, the optimizer, the engine
+// config and the storage config (returned, not opened). bench run (Build)
+// and bench validate (Validate, v set: validate-only, one runner) share
+// it, so that what validate passes, run accepts.
+func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (storage.Config, error) {
+	l := r.Launch
+	schedCfg, err := r.schedulerConfig()
+	if err != nil {
+		return storage.Config{}, err
+	}
+	if o.AdjustScheduler != nil {
+		o.AdjustScheduler(&schedCfg)
+	}
+	r.SchedulerConfig = schedCfg
+	localRunners := schedCfg.NumTrialRunners
+	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive || v != nil {
+		// The trials run on the engine, or by hand; one local copy of the
+		// environment gives the tunables and checks the configs.
+		localRunners = 1
+	}
+	for id := 1; id <= localRunners; id++ {
+		lr, err := r.buildRunner(ctx, id, v)
+		if err != nil {
+			return storage.Config{}, err
+		}
+		r.Runners = append(r.Runners, lr)
+	}
+	r.SecurityNotices = r.Notices()
+	if r.Tunables, err = r.initialTunables(); err != nil {
+		return storage.Config{}, err
+	}
+	if r.Optimizer, err = r.buildOptimizer(); err != nil {
+		return storage.Config{}, err
+	}
+	if o.Optimizer != nil {
+		if r.Optimizer, err = o.Optimizer(r, r.Optimizer); err != nil {
+			return storage.Config{}, err
+		}
+	}
+	if l.Globals["experiment_id"] == nil && !r.schedulerHasID {
+		schedCfg.ExperimentID = defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv)
+		r.SchedulerConfig.ExperimentID = schedCfg.ExperimentID
+	}
+	r.ExperimentID = schedCfg.ExperimentID
+	if schedCfg.Engine != nil {
+		spec, _, err := EngineSpec(l, schedCfg.Engine)
+		if err != nil {
+			return storage.Config{}, err
+		}
+		if _, err := engines.CommonOf(spec); err != nil {
+			return storage.Config{}, err
+		}
+	}
+	return storageConfig(l.Loader, l.Storage, l.Globals, l.Refs["storage"])
+}
+
 // attachCgroups gives each runner a cgroup v2 group (cgroups "auto" or
 // "on"); "auto" goes on without them, saying why.
 func (r *Run) attachCgroups(mode string) error {
@@ -274,16 +322,24 @@ func (r *Run) attachCgroups(mode string) error {
 // runner id and returns a runner over it (bench run builds one per
 // num_trial_runners; bench exec-trial builds one).
 func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner, error) {
+	return r.buildRunner(ctx, id, nil)
+}
+
+func (r *Run) buildRunner(ctx context.Context, id int, v *ValidateOptions) (*schedulers.LocalRunner, error) {
 	l := r.Launch
 	globals := maps.Clone(l.Globals)
 	globals["trial_runner_id"] = int64(id)
 	b := environments.NewBuilder(l.Loader)
+	if v != nil {
+		b.ValidateOnly = true
+		b.MissingArgs = v.MissingArgs
+	}
 	r.builders = append(r.builders, b)
 	stack, err := r.baseServices(ctx, b, globals)
 	if err != nil {
 		return nil, err
 	}
-	env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil)
+	env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil, l.Refs["environment"])
 	if err != nil {
 		return nil, err
 	}
@@ -333,13 +389,17 @@ func addEnvSecrets(s *configs.Secrets, env environments.Environment) error {
 // baseServices builds the LocalExecService every stack starts with, then
 // the services of the CLI config and --service, in order.
 func (r *Run) baseServices(ctx context.Context, b *environments.Builder, globals map[string]any) (*services.Stack, error) {
-	local, err := services.New(ctx, services.Spec{Class: localExecClass, Config: map[string]any{}, Globals: globals, SearchPath: r.Launch.Loader.Paths()})
+	local, err := services.New(ctx, services.Spec{Class: localExecClass, Config: map[string]any{}, Globals: globals, SearchPath: r.Launch.Loader.Paths(), ValidateOnly: b.ValidateOnly})
 	if err != nil {
 		return nil, err
 	}
 	base := services.NewStack(local)
 	r.bases = append(r.bases, base)
-	return b.LoadServices(ctx, r.Launch.Services, globals, base)
+	refs := make([]source.Ref, len(r.Launch.Services))
+	for i := range refs {
+		refs[i] = r.Launch.Refs["services/"+strconv.Itoa(i)]
+	}
+	return b.LoadServices(ctx, r.Launch.Services, globals, base, refs...)
 }
 
 // initialTunables returns the root environment's tunables with the initial
@@ -362,8 +422,8 @@ func (r *Run) initialTunables() (*tunables.Groups, error) {
 			return nil, err
 		}
 	}
-	for _, f := range l.TunableValues {
-		doc, err := l.Loader.Load(f, configs.KindTunableValues)
+	for i, f := range l.TunableValues {
+		doc, err := l.Loader.LoadAt(f, configs.KindTunableValues, l.Refs["tunable_values/"+strconv.Itoa(i)])
 		if err != nil {
 			return nil, err
 		}
@@ -394,7 +454,7 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 		}
 		return optimizers.New(spec)
 	}
-	doc, err := l.Loader.Load(l.Optimizer, configs.KindOptimizer)
+	doc, err := l.Loader.LoadAt(l.Optimizer, configs.KindOptimizer, l.Refs["optimizer"])
 	if err != nil {
 		return nil, err
 	}
@@ -413,12 +473,14 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 	if inc := doc.Root.Get("include_tunables"); inc != nil {
 		paths, _ := inc.Value().([]any)
 		var files []string
-		for _, p := range paths {
+		var refs []source.Ref
+		for i, p := range paths {
 			if s, ok := p.(string); ok {
 				files = append(files, s)
+				refs = append(refs, doc.At("include_tunables", strconv.Itoa(i)))
 			}
 		}
-		tun, err := environments.NewBuilder(l.Loader).LoadTunables(files, r.Tunables)
+		tun, err := environments.NewBuilder(l.Loader).LoadTunables(files, r.Tunables, refs...)
 		if err != nil {
 			return nil, err
 		}
@@ -439,7 +501,7 @@ func (r *Run) schedulerConfig() (schedulers.Config, error) {
 	class := ""
 	var fileCfg map[string]any
 	if l.Scheduler != "" {
-		doc, err := l.Loader.Load(l.Scheduler, configs.KindScheduler)
+		doc, err := l.Loader.LoadAt(l.Scheduler, configs.KindScheduler, l.Refs["scheduler"])
 		if err != nil {
 			return schedulers.Config{}, err
 		}
@@ -498,7 +560,7 @@ func gitInfo(path string) (repo, commit string) {
 // storage config has (e.g. a "password" from a globals file). With
 // readOnly, a missing SQLite file is an error instead of being created.
 func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globals map[string]any, readOnly bool) (storage.Storage, error) {
-	cfg, err := StorageConfig(loader, spec, globals)
+	cfg, err := storageConfig(loader, spec, globals, source.Ref{})
 	if err != nil {
 		return nil, err
 	}
@@ -507,11 +569,16 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 }
 
 // StorageConfig reads the storage config spec names (default: the SQLite
-// file bench.sqlite) with the globals merged in.
+// file bench.sqlite) with the globals merged in, and checks it
+// (storage.Check).
 func StorageConfig(loader *configs.Loader, spec string, globals map[string]any) (storage.Config, error) {
+	return storageConfig(loader, spec, globals, source.Ref{})
+}
+
+func storageConfig(loader *configs.Loader, spec string, globals map[string]any, at source.Ref) (storage.Config, error) {
 	cfg := storage.DefaultConfig()
 	if spec != "" {
-		doc, err := loader.Load(spec, configs.KindStorage)
+		doc, err := loader.LoadAt(spec, configs.KindStorage, at)
 		if err != nil {
 			return cfg, err
 		}
@@ -535,6 +602,9 @@ func StorageConfig(loader *configs.Loader, spec string, globals map[string]any) 
 		}
 		if cfg, err = storage.DecodeConfig(class, m); err != nil {
 			return cfg, doc.Errorf([]string{"config"}, "%v", err)
+		}
+		if err := storage.Check(cfg); err != nil {
+			return cfg, doc.Errorf([]string{"config", "drivername"}, "%v", err)
 		}
 	}
 	return cfg, nil

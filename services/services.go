@@ -176,10 +176,23 @@ type Spec struct {
 	SearchPath []string
 	// Ref points at the service's config, for error messages.
 	Ref source.Ref
+	// ValidateOnly: the service is built for bench validate and will not
+	// be used. The constructor makes every check it makes for a run, and
+	// creates nothing outside the process: no folders or files, no
+	// connections, no processes (a constructor should not do these
+	// anyway; this flag is for one that must, e.g. to create a root
+	// folder it was asked to create).
+	ValidateOnly bool
 }
 
 // Constructor builds a service. The returned value implements one or more
 // of the service interfaces, and io.Closer if it holds resources.
+//
+// The constructor is the class's validate step: bench validate and bench
+// run both call it, before the first trial, so everything a config can
+// get wrong must be checked here (not at first use), and nothing may be
+// started here: connections, processes and files belong to first use
+// (see Spec.ValidateOnly).
 type Constructor func(ctx context.Context, spec Spec) (any, error)
 
 var registry = internalregistry.New[Constructor]("services")

@@ -43,6 +43,9 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Logger receives the services' logs (default slog.Default()).
 	Logger *slog.Logger
+	// ValidateOnly builds a service for bench validate: checked as for a
+	// run, nothing created (services.Spec.ValidateOnly).
+	ValidateOnly bool
 }
 
 func (o Options) withDefaults() Options {
