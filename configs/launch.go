@@ -371,12 +371,12 @@ type Launch struct {
 	// "tunable_values/N", "globals/N" by position in the lists above (and
 	// in the config's "globals"). Files given on the command line have no
 	// ref. Missing files are reported there (Loader.LoadAt).
-	Refs          map[string]source.Ref
-	RandomInit    bool
-	RandomSeed    *int64
-	Teardown      bool
-	LogLevel      string
-	LogFile       string
+	Refs       map[string]source.Ref
+	RandomInit bool
+	RandomSeed *int64
+	Teardown   bool
+	LogLevel   string
+	LogFile    string
 }
 
 // pathOptions are the CLI-config keys that name files or folders: they do

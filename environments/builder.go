@@ -130,11 +130,11 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 		return nil, err
 	}
 	svc, err := services.New(ctx, services.Spec{
-		Class:      classNode.Str,
-		Config:     cfg,
-		Globals:    maps.Clone(globals),
-		Parent:     parent,
-		SearchPath: b.Loader.Paths(),
+		Class:        classNode.Str,
+		Config:       cfg,
+		Globals:      maps.Clone(globals),
+		Parent:       parent,
+		SearchPath:   b.Loader.Paths(),
 		Ref:          ref,
 		ValidateOnly: b.ValidateOnly,
 	})
