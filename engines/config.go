@@ -111,7 +111,7 @@ type Spec struct {
 func New(ctx context.Context, spec Spec, p Params) (Engine, error) {
 	f, ok := factories[spec.Class]
 	if !ok {
-		return nil, fmt.Errorf("unknown engine class %q; known classes: %s", spec.Class, strings.Join(Classes(), ", "))
+		return nil, unknownClass(spec.Class)
 	}
 	own := map[string]any{}
 	common := map[string]any{}
@@ -140,6 +140,21 @@ func New(ctx context.Context, spec Spec, p Params) (Engine, error) {
 
 func commonKeys() map[string]bool {
 	return map[string]bool{"bench": true, "workdir": true, "poll_interval": true, "hang_timeout": true, "max_relaunches": true, "lost_after": true}
+}
+
+func unknownClass(class string) error {
+	return fmt.Errorf("unknown engine class %q; known classes: %s", class, strings.Join(Classes(), ", "))
+}
+
+// Check is the part of an engine's validate step that bench validate
+// shares with New, without connecting to anything: the class is known and
+// the common keys decode.
+func Check(spec Spec) error {
+	if _, ok := factories[spec.Class]; !ok {
+		return unknownClass(spec.Class)
+	}
+	_, err := CommonOf(spec)
+	return err
 }
 
 // CommonOf decodes the common keys of an engine config, defaults filled in.

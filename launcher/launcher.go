@@ -56,7 +56,8 @@ type Run struct {
 	// not asked for).
 	CgroupNote string
 
-	schedulerHasID bool // the scheduler config file sets experiment_id
+	schedulerHasID bool             // the scheduler config file sets experiment_id
+	optimizerSpace *tunables.Groups // the tunables the optimizer was built with
 
 	engine   engines.Engine // nil: trials run in this process
 	builders []*environments.Builder
@@ -212,29 +213,6 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	return r, nil
 }
 
-// ValidateOptions tune Validate.
-type ValidateOptions struct {
-	// MissingArgs, when set, is told about required args without a value
-	// instead of failing (environments.Builder.MissingArgs).
-	MissingArgs func(who string, at source.Ref, names []string)
-}
-
-// Validate is bench validate's check of a run: the steps Build takes
-// before it starts anything (provision), with the same code and so the
-// same errors, but nothing created: one trial runner's environment and
-// services are built in validate-only mode (no folders, connections or
-// processes), the scheduler, optimizer, storage and engine configs are
-// decoded and checked, and storage is not opened.
-func Validate(ctx context.Context, l *configs.Launch, o ValidateOptions) error {
-	if l.Environment == "" {
-		return &configs.UsageError{Msg: "no environment config: give --environment FILE or set \"environment\" in the --config file"}
-	}
-	r := &Run{Launch: l, log: slog.Default(), RootEnv: l.Loader.Resolve(l.Environment)}
-	defer r.Close()
-	_, err := r.provision(ctx, Options{}, &o)
-	return err
-}
-
 // provision builds and checks everything of the run that a config decides,
 // in order: the scheduler config, the trial runners' environments and
 // their services, the initial tunable values, the optimizer, the engine
@@ -286,7 +264,7 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 		if err != nil {
 			return storage.Config{}, err
 		}
-		if _, err := engines.CommonOf(spec); err != nil {
+		if err := engines.Check(spec); err != nil {
 			return storage.Config{}, err
 		}
 	}
@@ -486,6 +464,7 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 		}
 		spec.Tunables = tun
 	}
+	r.optimizerSpace = spec.Tunables
 	return optimizers.New(spec)
 }
 
@@ -604,7 +583,9 @@ func storageConfig(loader *configs.Loader, spec string, globals map[string]any, 
 			return cfg, doc.Errorf([]string{"config"}, "%v", err)
 		}
 		if err := storage.Check(cfg); err != nil {
-			return cfg, doc.Errorf([]string{"config", "drivername"}, "%v", err)
+			e := doc.Errorf([]string{"config", "drivername"}, "")
+			e.Err = err
+			return cfg, e
 		}
 	}
 	return cfg, nil
