@@ -2,6 +2,7 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -142,8 +143,12 @@ func commonKeys() map[string]bool {
 	return map[string]bool{"bench": true, "workdir": true, "poll_interval": true, "hang_timeout": true, "max_relaunches": true, "lost_after": true}
 }
 
+// ErrUnknownClass is wrapped by the error of an engine class that is not
+// registered.
+var ErrUnknownClass = errors.New("unknown engine class")
+
 func unknownClass(class string) error {
-	return fmt.Errorf("unknown engine class %q; known classes: %s", class, strings.Join(Classes(), ", "))
+	return fmt.Errorf("%w %q; known classes: %s", ErrUnknownClass, class, strings.Join(Classes(), ", "))
 }
 
 // Check is the part of an engine's validate step that bench validate

@@ -260,11 +260,11 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 	}
 	r.ExperimentID = schedCfg.ExperimentID
 	if schedCfg.Engine != nil {
-		spec, _, err := EngineSpec(l, schedCfg.Engine)
+		spec, ref, err := EngineSpec(l, schedCfg.Engine)
 		if err != nil {
 			return storage.Config{}, err
 		}
-		if err := engines.Check(spec); err != nil {
+		if err := checkEngine(spec, ref); err != nil {
 			return storage.Config{}, err
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"log/slog"
+	"strings"
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
@@ -115,11 +115,11 @@ func ValidateFile(ctx context.Context, l *configs.Launch, kind configs.Kind, fil
 		}
 		return err
 	case configs.KindEngine:
-		spec, _, err := EngineSpec(&c, file)
+		spec, ref, err := EngineSpec(&c, file)
 		if err != nil {
 			return err
 		}
-		return engines.Check(spec)
+		return checkEngine(spec, ref)
 	}
 	return nil
 }
@@ -155,4 +155,20 @@ func placeholderTunables() (*tunables.Groups, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// checkEngine is an engine config's check (engines.Check), located in its
+// file when it has one.
+func checkEngine(spec engines.Spec, ref source.Ref) error {
+	err := engines.Check(spec)
+	if err == nil || ref.Doc == nil {
+		return err
+	}
+	at := ref.Child("config")
+	if errors.Is(err, engines.ErrUnknownClass) {
+		at = ref.Child("class")
+	}
+	e := at.Errorf("")
+	e.Err = err
+	return e
 }
