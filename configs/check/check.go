@@ -190,6 +190,7 @@ func (c *Checker) RunContext(ctx context.Context, paths []string) (*Report, erro
 		}
 		rep.Files = append(rep.Files, FileResult{File: f, Kind: string(p.kind), Valid: rep.raised == before})
 	}
+	rep.dropShadowed()
 	return rep, nil
 }
 
@@ -236,6 +237,25 @@ func (r *Report) add(p Problem) {
 	}
 }
 
+var searched = regexp.MustCompile(` \(searched [^)]*\)`)
+
+// dropShadowed removes the warnings at the place of a problem (a required
+// arg that a file checked alone warns about and a CLI config using it
+// makes an error).
+func (r *Report) dropShadowed() {
+	at := map[string]bool{}
+	for _, p := range r.Problems {
+		at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", p.File, p.Line, p.Col, p.Path)] = true
+	}
+	kept := r.Warnings[:0]
+	for _, w := range r.Warnings {
+		if w.Line == 0 || !at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", w.File, w.Line, w.Col, w.Path)] {
+			kept = append(kept, w)
+		}
+	}
+	r.Warnings = kept
+}
+
 // warn reports warnings, each once.
 func (r *Report) warn(ps ...Problem) {
 	for _, p := range ps {
@@ -249,7 +269,10 @@ func (r *Report) once(what string, p Problem) bool {
 	if r.seen == nil {
 		r.seen = map[string]bool{}
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", what, p.File, p.Line, p.Col, p.Path, p.Message)
+	// The same missing file is looked for in other folders when reached
+	// from a CLI config and from its own file: one problem.
+	msg := searched.ReplaceAllString(p.Message, "")
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", what, p.File, p.Line, p.Col, p.Path, msg)
 	if r.seen[key] {
 		return false
 	}

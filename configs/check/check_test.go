@@ -345,3 +345,34 @@ func TestConformanceSchemaOnly(t *testing.T) {
 		t.Errorf("only %d cases", n)
 	}
 }
+
+// TestOnce: a folder with a CLI config and the environment it runs
+// reports the environment's missing include once (it is looked for in
+// other folders from each), and the CLI config's required-arg error
+// replaces the environment's warning at the same place.
+func TestOnce(t *testing.T) {
+	dir := t.TempDir()
+	env := strings.Replace(localEnv, `"tunable_params"`, `"required_args": ["needed"], "tunable_params"`, 1)
+	writeFiles(t, dir, map[string]string{
+		"configs/env.jsonc":      strings.Replace(env, `["tunables.jsonc"]`, `["nope.jsonc"]`, 1),
+		"configs/cli.jsonc":      `{"environment": "env.jsonc", "storage": "storage/in-memory.jsonc"}`,
+		"other/env.jsonc":        env,
+		"other/tunables.jsonc":   tunablesFile,
+		"other/cli-other.jsonc":  `{"environment": "env.jsonc"}`,
+		"other/experiment.jsonc": `{"experiment_id": "x"}`,
+	})
+	rep, err := (&Checker{}).Run([]string{filepath.Join(dir, "configs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, `"nope.jsonc" not found`) {
+		t.Errorf("want one problem: %v", rep.Problems)
+	}
+	rep, err = (&Checker{}).Run([]string{filepath.Join(dir, "other")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, `missing required parameter "needed"`) || len(rep.Warnings) != 0 {
+		t.Errorf("want one problem and no warning: %v %v", rep.Problems, rep.Warnings)
+	}
+}
