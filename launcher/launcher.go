@@ -110,7 +110,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		}
 	}()
 	if l.Environment == "" {
-		return nil, &configs.UsageError{Msg: "no environment config: give --environment FILE or set \"environment\" in the --config file"}
+		return nil, noEnvironment(l)
 	}
 	r.RootEnv = l.Loader.Resolve(l.Environment)
 	// Asking git about the root config's repository starts processes: do it

@@ -36,7 +36,7 @@ type ValidateOptions struct {
 // decoded and checked, and storage is not opened.
 func Validate(ctx context.Context, l *configs.Launch, o ValidateOptions) error {
 	if l.Environment == "" {
-		return &configs.UsageError{Msg: "no environment config: give --environment FILE or set \"environment\" in the --config file"}
+		return noEnvironment(l)
 	}
 	r := &Run{Launch: l, log: slog.Default(), RootEnv: l.Loader.Resolve(l.Environment)}
 	defer r.Close()
@@ -171,4 +171,14 @@ func checkEngine(spec engines.Spec, ref source.Ref) error {
 	e := at.Errorf("")
 	e.Err = err
 	return e
+}
+
+// noEnvironment is the error of a run without an environment config: at
+// the CLI config when there is one.
+func noEnvironment(l *configs.Launch) error {
+	const msg = "no environment config: give --environment FILE or set \"environment\" in the --config file"
+	if l.CLIDoc != nil {
+		return l.CLIDoc.Errorf(nil, "%s", msg)
+	}
+	return &configs.UsageError{Msg: msg}
 }
