@@ -31,6 +31,10 @@ type Builder struct {
 	// at the first: bench validate of an environment file alone, whose
 	// globals arrive only at run time. The build goes on without them.
 	MissingArgs func(who string, at source.Ref, names []string)
+	// Warn, when set, is told what constructors find suspicious but a run
+	// accepts (bench validate prints them as warnings): a script file
+	// that is not on the search path.
+	Warn func(at source.Ref, msg string)
 
 	mu     sync.Mutex
 	stacks []*services.Stack

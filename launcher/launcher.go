@@ -311,6 +311,9 @@ func (r *Run) buildRunner(ctx context.Context, id int, v *ValidateOptions) (*sch
 	if v != nil {
 		b.ValidateOnly = true
 		b.MissingArgs = v.MissingArgs
+		if warn := v.Warn; warn != nil {
+			b.Warn = func(at source.Ref, msg string) { warn(at.Errorf("%s", msg)) }
+		}
 	}
 	r.builders = append(r.builders, b)
 	stack, err := r.baseServices(ctx, b, globals)

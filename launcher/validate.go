@@ -21,10 +21,12 @@ type ValidateOptions struct {
 	// MissingArgs, when set, is told about required args without a value
 	// instead of failing (environments.Builder.MissingArgs).
 	MissingArgs func(who string, at source.Ref, names []string)
-	// Warn, when set, is told of what ValidateFile cannot decide about a
-	// file alone, instead of failing: an optimizer checked without
-	// tunables (a run adds its environment's), a storage driver bench
-	// does not have (a run that uses the file fails with the same error).
+	// Warn, when set, is told what a run accepts but looks wrong (a
+	// script file not on the search path), and what ValidateFile cannot
+	// decide about a file alone, instead of failing: an optimizer checked
+	// without tunables (a run adds its environment's), a storage driver
+	// bench does not have (a run that uses the file fails with the same
+	// error).
 	Warn func(err error)
 }
 

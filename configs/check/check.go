@@ -442,10 +442,22 @@ func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, f
 			rep.addErr(file, string(kind), err)
 		}
 		return
+	}
+	warn := func(err error) {
+		var se *source.Error
+		if errors.As(err, &se) {
+			p := problemOf(file, string(kind), se)
+			p.Message = "warning: " + p.Message
+			rep.warn(p)
+			return
+		}
+		rep.warn(Problem{File: file, Kind: string(kind), Message: "warning: " + err.Error()})
+	}
+	switch kind {
 	case schemas.CLI:
 		l, err := configs.Prepare(&configs.Args{Config: absPath(file), ConfigPaths: c.ConfigPaths, Globals: c.Globals}, c.Validate)
 		if err == nil {
-			err = launcher.Validate(ctx, l, launcher.ValidateOptions{})
+			err = launcher.Validate(ctx, l, launcher.ValidateOptions{Warn: warn})
 		}
 		if err != nil {
 			rep.addErr(file, string(kind), err)
@@ -464,16 +476,6 @@ func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, f
 	missing := func(who string, at source.Ref, names []string) {
 		e := at.Errorf("warning: %s: required args without a value: %s (a run needs them from const_args, a globals file (--globals) or the command line)", who, strings.Join(names, ", "))
 		rep.warn(problemOf(file, string(kind), e))
-	}
-	warn := func(err error) {
-		var se *source.Error
-		if errors.As(err, &se) {
-			p := problemOf(file, string(kind), se)
-			p.Message = "warning: " + p.Message
-			rep.warn(p)
-			return
-		}
-		rep.warn(Problem{File: file, Kind: string(kind), Message: "warning: " + err.Error()})
 	}
 	err := launcher.ValidateFile(ctx, &l, configs.Kind(kind), absPath(file), launcher.ValidateOptions{MissingArgs: missing, Warn: warn})
 	if err == nil {

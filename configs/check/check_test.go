@@ -372,3 +372,30 @@ func TestOnce(t *testing.T) {
 		t.Errorf("want one problem and no warning: %v %v", rep.Problems, rep.Warnings)
 	}
 }
+
+// TestScriptsNotFound: a script file that the search path does not have
+// is a warning (a run accepts it: an earlier command may create it), at
+// its line; scripts found and commands on PATH are not.
+func TestScriptsNotFound(t *testing.T) {
+	dir := t.TempDir()
+	env := strings.Replace(localEnv, `"run": ["echo score 1"]`, `"setup": ["scripts/found.sh --x 1", "echo hi | scripts/missing.py"], "run": ["echo score 1", "sh ./found-too.sh"]`, 1)
+	writeFiles(t, dir, map[string]string{
+		"env.jsonc":         env,
+		"tunables.jsonc":    tunablesFile,
+		"scripts/found.sh":  "echo found\n",
+		"found-too.sh":      "echo found\n",
+		"cli.jsonc":         fmt.Sprintf(`{"config_path": [%q], "environment": "env.jsonc", "storage": "storage/in-memory.jsonc"}`, dir),
+		"unrelated.jsonc":   `{"$schema": "https://json-schema.org/draft-07/schema#"}`,
+		"scripts/other.txt": "",
+	})
+	rep, err := (&Checker{}).Run([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || len(rep.Warnings) != 1 {
+		t.Fatalf("want one warning: %v %v", rep.Problems, rep.Warnings)
+	}
+	if w := rep.Warnings[0]; w.Path != "/config/setup/1" || w.Line == 0 || !strings.Contains(w.Message, `script "scripts/missing.py" not found on the search path`) {
+		t.Errorf("warning: %s", w)
+	}
+}

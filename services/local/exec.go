@@ -103,6 +103,12 @@ func NewLocalExec(cfg Config, opts Options) (*LocalExecService, error) {
 // path replaced (see docs/local-services.md).
 func (s *LocalExecService) Rewrite(line string) string { return s.res.rewrite(line) }
 
+// MissingScripts returns the command words of a script line that name
+// script files neither the search path nor PATH has (bench validate
+// warns about them: the line fails unless an earlier command creates
+// them).
+func (s *LocalExecService) MissingScripts(line string) []string { return s.res.missing(line) }
+
 // LocalExec runs req.Lines one after another, each by its own /bin/sh -c
 // in its own process group, with cwd req.Dir (or the temp dir: the
 // configured one, or a fresh one removed afterwards) and the process
