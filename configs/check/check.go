@@ -453,10 +453,25 @@ func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, f
 		}
 		rep.warn(Problem{File: file, Kind: string(kind), Message: "warning: " + err.Error()})
 	}
+	// Nothing validate prints carries a secret value (as with bench run).
+	np, nw := len(rep.Problems), len(rep.Warnings)
+	secrets := base.Secrets
+	defer func() {
+		if secrets == nil {
+			return
+		}
+		for i := np; i < len(rep.Problems); i++ {
+			rep.Problems[i].Message = secrets.Redact(rep.Problems[i].Message)
+		}
+		for i := nw; i < len(rep.Warnings); i++ {
+			rep.Warnings[i].Message = secrets.Redact(rep.Warnings[i].Message)
+		}
+	}()
 	switch kind {
 	case schemas.CLI:
 		l, err := configs.Prepare(&configs.Args{Config: absPath(file), ConfigPaths: c.ConfigPaths, Globals: c.Globals}, c.Validate)
 		if err == nil {
+			secrets = l.Secrets
 			err = launcher.Validate(ctx, l, launcher.ValidateOptions{Warn: warn})
 		}
 		if err != nil {

@@ -399,3 +399,30 @@ func TestScriptsNotFound(t *testing.T) {
 		t.Errorf("warning: %s", w)
 	}
 }
+
+// TestSecretsRedacted: a secret value in a problem is not printed.
+func TestSecretsRedacted(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"cli.jsonc":      `{"environment": "env.jsonc", "storage": "storage/in-memory.jsonc", "globals": ["secret.jsonc"], "services": ["svc.jsonc"]}`,
+		"secret.jsonc":   `{"secret_params": ["root"], "root": "/nonexistent/hunter2-very-secret"}`,
+		"svc.jsonc":      `{"class": "bench.services.LocalDirFileShareService", "config": {"root": "placeholder"}}`,
+		"env.jsonc":      localEnv,
+		"tunables.jsonc": tunablesFile,
+	})
+	if err := runError(t, filepath.Join(dir, "cli.jsonc")); err == nil || !strings.Contains(err.Error(), "hunter2-very-secret") {
+		t.Fatalf("the test needs an error carrying the secret (bench run redacts it when printing): %v", err)
+	}
+	rep, err := (&Checker{}).Run([]string{filepath.Join(dir, "cli.jsonc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() {
+		t.Fatal("want a problem")
+	}
+	for _, p := range rep.Problems {
+		if strings.Contains(p.String(), "hunter2-very-secret") || !strings.Contains(p.String(), "does not exist") {
+			t.Errorf("secret printed: %s", p)
+		}
+	}
+}
