@@ -191,7 +191,47 @@ func (c *Checker) RunContext(ctx context.Context, paths []string) (*Report, erro
 		rep.Files = append(rep.Files, FileResult{File: f, Kind: string(p.kind), Valid: rep.raised == before})
 	}
 	rep.dropShadowed()
+	if allRelative(paths) {
+		rep.relativize()
+	}
 	return rep, nil
+}
+
+func allRelative(paths []string) bool {
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// relativize names the files under the working folder relative to it, as
+// the paths given were (the builders name the files they reach by their
+// absolute paths).
+func (r *Report) relativize() {
+	wd, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	rel := func(p string) string {
+		if !filepath.IsAbs(p) {
+			return p
+		}
+		if q, err := filepath.Rel(wd, p); err == nil && q != ".." && !strings.HasPrefix(q, ".."+string(filepath.Separator)) {
+			return q
+		}
+		return p
+	}
+	for i := range r.Problems {
+		r.Problems[i].File = rel(r.Problems[i].File)
+	}
+	for i := range r.Warnings {
+		r.Warnings[i].File = rel(r.Warnings[i].File)
+	}
+	for i := range r.Files {
+		r.Files[i].File = rel(r.Files[i].File)
+	}
 }
 
 // notAConfig tells why a JSON file is not a bench config ("" when it may
@@ -245,11 +285,11 @@ var searched = regexp.MustCompile(` \(searched [^)]*\)`)
 func (r *Report) dropShadowed() {
 	at := map[string]bool{}
 	for _, p := range r.Problems {
-		at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", p.File, p.Line, p.Col, p.Path)] = true
+		at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", absPath(p.File), p.Line, p.Col, p.Path)] = true
 	}
 	kept := r.Warnings[:0]
 	for _, w := range r.Warnings {
-		if w.Line == 0 || !at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", w.File, w.Line, w.Col, w.Path)] {
+		if w.Line == 0 || !at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", absPath(w.File), w.Line, w.Col, w.Path)] {
 			kept = append(kept, w)
 		}
 	}
@@ -272,7 +312,7 @@ func (r *Report) once(what string, p Problem) bool {
 	// The same missing file is looked for in other folders when reached
 	// from a CLI config and from its own file: one problem.
 	msg := searched.ReplaceAllString(p.Message, "")
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", what, p.File, p.Line, p.Col, p.Path, msg)
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", what, absPath(p.File), p.Line, p.Col, p.Path, msg)
 	if r.seen[key] {
 		return false
 	}

@@ -426,3 +426,23 @@ func TestSecretsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestOnceRelative: a problem of a file given by a relative path and
+// reached again (by its absolute path) through an include is reported
+// once, named as it was given.
+func TestOnceRelative(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"env.jsonc":      localEnv,
+		"tunables.jsonc": `{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 10], "default": 11}}}}`,
+		"cli.jsonc":      `{"environment": "env.jsonc", "storage": "storage/in-memory.jsonc"}`,
+	})
+	t.Chdir(dir)
+	rep, err := (&Checker{}).Run([]string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].File != "tunables.jsonc" {
+		t.Errorf("want one problem in tunables.jsonc: %v", rep.Problems)
+	}
+}
