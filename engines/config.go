@@ -75,9 +75,16 @@ type Params struct {
 	// Globals are the experiment's globals (credentials for the engine's
 	// own service: AWS, SSH keys). Never put them in a request.
 	Globals map[string]any
+	// ValidateOnly: the engine is built for bench validate and will not
+	// run anything. The factory checks what it checks for a run and
+	// creates nothing (no work folder, no connection, no job).
+	ValidateOnly bool
 }
 
-// Factory builds an engine.
+// Factory builds an engine. It is the engine class's validate step: bench
+// validate and bench run both call it before the first trial, so it checks
+// the whole config; work folders, connections and jobs belong to first
+// use, or are skipped when Params.ValidateOnly is set.
 type Factory func(ctx context.Context, p Params) (Engine, error)
 
 var factories = map[string]Factory{}

@@ -59,10 +59,11 @@ type Run struct {
 	schedulerHasID bool             // the scheduler config file sets experiment_id
 	optimizerSpace *tunables.Groups // the tunables the optimizer was built with
 
-	engine   engines.Engine // nil: trials run in this process
-	builders []*environments.Builder
-	bases    []*services.Stack // the LocalExecService layer under each runner's services
-	log      *slog.Logger
+	engine     engines.Engine // nil: trials run in this process
+	engineSpec engines.Spec
+	builders   []*environments.Builder
+	bases      []*services.Stack // the LocalExecService layer under each runner's services
+	log        *slog.Logger
 }
 
 // Options tune Build.
@@ -133,9 +134,9 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 			return nil, err
 		}
 	}
-	pool, err := devicePool(ctx, schedCfg)
+	pool, err := devicePool(ctx, schedCfg, false)
 	if err != nil {
-		return nil, err
+		return nil, locateGlobal(l, "gpus", err)
 	}
 
 	if r.Storage, err = storage.Open(ctx, storageCfg); err != nil {
@@ -260,12 +261,15 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 	}
 	r.ExperimentID = schedCfg.ExperimentID
 	if schedCfg.Engine != nil {
-		spec, ref, err := EngineSpec(l, schedCfg.Engine)
-		if err != nil {
+		if err := r.newEngine(ctx, schedCfg, v != nil); err != nil {
 			return storage.Config{}, err
 		}
-		if err := checkEngine(spec, ref); err != nil {
-			return storage.Config{}, err
+	}
+	if v != nil {
+		// A run builds the device slots after this step; their config is
+		// checked here (without asking nvidia-smi for "all").
+		if _, err := devicePool(ctx, schedCfg, true); err != nil {
+			return storage.Config{}, locateGlobal(l, "gpus", err)
 		}
 	}
 	return storageConfig(l.Loader, l.Storage, l.Globals, l.Refs["storage"])
@@ -641,13 +645,29 @@ func Getwd() string {
 	return wd
 }
 
+// locateGlobal places err at the config file line that set the global
+// key, when a file did (not the command line).
+func locateGlobal(l *configs.Launch, key string, err error) error {
+	ref, ok := l.GlobalRefs[key]
+	if !ok || ref.Doc == nil {
+		return err
+	}
+	e := ref.Errorf("")
+	e.Err = err
+	return e
+}
+
 // devicePool builds the device slots the scheduler config asks for: GPUs
-// from a list (or every GPU nvidia-smi finds, for "all"), CPU slots.
-func devicePool(ctx context.Context, cfg schedulers.Config) (*devices.Pool, error) {
+// from a list (or every GPU nvidia-smi finds, for "all"), CPU slots. With
+// validateOnly, "all" is not looked up (no GPU then).
+func devicePool(ctx context.Context, cfg schedulers.Config, validateOnly bool) (*devices.Pool, error) {
 	dc := devices.Config{GPUsPerTrial: cfg.GPUsPerTrial, CPUSlots: cfg.CPUSlots, CoresPerSlot: cfg.CoresPerSlot, PinCores: cfg.PinCores}
 	switch strings.ToLower(cfg.GPUs) {
 	case "", "none":
 	case "all", "auto":
+		if validateOnly {
+			break
+		}
 		gpus, err := devices.DetectGPUs(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("gpus %q: %w", cfg.GPUs, err)

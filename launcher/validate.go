@@ -11,6 +11,7 @@ import (
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/tunables"
@@ -117,11 +118,8 @@ func ValidateFile(ctx context.Context, l *configs.Launch, kind configs.Kind, fil
 		}
 		return err
 	case configs.KindEngine:
-		spec, ref, err := EngineSpec(&c, file)
-		if err != nil {
-			return err
-		}
-		return checkEngine(spec, ref)
+		r.ExperimentID = "validate"
+		return r.newEngine(ctx, schedulers.Config{Engine: file, NumTrialRunners: 1}, true)
 	}
 	return nil
 }

@@ -100,6 +100,8 @@ func TestValidateMatchesRun(t *testing.T) {
 		{name: "optimizer config a run rejects", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "optimizer": "opt.jsonc"}`, "opt.jsonc": `{"class": "mlos_bench.optimizers.ManualOptimizer", "config": {"tunable_values_cycle": [{"x": 42}]}}`}, want: "/config/tunable_values_cycle/0"},
 		{name: "DuckDB refused", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "storage": "st.jsonc"}`, "st.jsonc": `{"class": "mlos_bench.storage.sql.storage.SqlStorage", "config": {"drivername": "duckdb", "database": "x.duckdb"}}`}, want: "DuckDB's Go drivers need cgo"},
 		{name: "scheduler config a run rejects", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "scheduler": "sched.jsonc"}`, "sched.jsonc": `{"class": "mlos_bench.schedulers.SyncScheduler", "config": {"trial_config_repeat_count": 0}}`}, want: "trial_config_repeat_count"},
+		{name: "engine config a run rejects", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "globals": ["g.jsonc"]}`, "g.jsonc": `{"engine": "engine.jsonc"}`, "engine.jsonc": `{"class": "bench.engines.LocalEngine", "config": {"max_jobs": -1}}`}, want: "max_jobs must be 1 or more"},
+		{name: "bad GPU list", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "globals": ["g.jsonc"]}`, "g.jsonc": `{"gpus": "0,x"}`}, want: "gpus"},
 		{name: "unknown engine class", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "globals": ["g.jsonc"]}`, "g.jsonc": `{"engine": "engine.jsonc"}`, "engine.jsonc": `{"class": "bench.engines.NoSuchEngine"}`}, want: "NoSuchEngine"},
 	}
 	for _, tc := range cases {
