@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
@@ -12,7 +13,6 @@ import (
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/schedulers"
-	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/tunables"
 )
@@ -65,21 +65,15 @@ func ValidateFile(ctx context.Context, l *configs.Launch, kind configs.Kind, fil
 		c.Environment = file
 		return Validate(ctx, &c, o)
 	case configs.KindService:
+		// As a run's --service: on the local exec service every stack
+		// starts with.
+		c.Services = []string{file}
 		b := environments.NewBuilder(c.Loader)
 		b.ValidateOnly = true
 		r.builders = append(r.builders, b)
-		globals := map[string]any{}
-		for k, v := range c.Globals {
-			globals[k] = v
-		}
+		globals := maps.Clone(c.Globals)
 		globals["trial_runner_id"] = int64(1)
-		local, err := services.New(ctx, services.Spec{Class: localExecClass, Config: map[string]any{}, Globals: globals, SearchPath: c.Loader.Paths(), ValidateOnly: true})
-		if err != nil {
-			return err
-		}
-		base := services.NewStack(local)
-		r.bases = append(r.bases, base)
-		_, err = b.LoadServices(ctx, []string{file}, globals, base)
+		_, err := r.baseServices(ctx, b, globals)
 		return err
 	case configs.KindOptimizer:
 		c.Optimizer = file
