@@ -366,17 +366,11 @@ type Launch struct {
 	Scheduler     string
 	Storage       string
 	TunableValues []string
-	// Refs tell where the CLI config names each file above: "environment",
-	// "optimizer", "scheduler", "storage", and "services/N",
-	// "tunable_values/N", "globals/N" by position in the lists above (and
-	// in the config's "globals"). Files given on the command line have no
-	// ref. Missing files are reported there (Loader.LoadAt).
-	Refs       map[string]source.Ref
-	RandomInit bool
-	RandomSeed *int64
-	Teardown   bool
-	LogLevel   string
-	LogFile    string
+	RandomInit    bool
+	RandomSeed    *int64
+	Teardown      bool
+	LogLevel      string
+	LogFile       string
 }
 
 // pathOptions are the CLI-config keys that name files or folders: they do
@@ -484,15 +478,10 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.Refs = map[string]source.Ref{}
-	for i, f := range append(globalFiles, a.Globals...) {
-		var ref source.Ref
-		if i < len(globalFiles) {
-			ref = listRef(l.CLIDoc, "globals", i)
-		}
-		doc, err := loader.LoadAt(f, KindGlobals, ref)
+	for _, f := range append(globalFiles, a.Globals...) {
+		doc, err := loader.Load(f, KindGlobals)
 		if err != nil {
-			return nil, err
+			return nil, l.LocateNotFound(err, "globals")
 		}
 		m, err := Object(doc)
 		if err != nil {
@@ -555,24 +544,13 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 	if l.Services, err = stringList(l.CLIDoc, cfg, "services"); err != nil {
 		return nil, err
 	}
-	for i := range l.Services {
-		l.Refs["services/"+strconv.Itoa(i)] = listRef(l.CLIDoc, "services", i)
-	}
 	l.Services = append(l.Services, a.Services...)
 	l.Environment = firstNonEmpty(a.Environment, str(cfg["environment"]))
 	l.Optimizer = firstNonEmpty(a.Optimizer, str(cfg["optimizer"]))
 	l.Scheduler = firstNonEmpty(a.Scheduler, str(cfg["scheduler"]))
 	l.Storage = firstNonEmpty(a.Storage, str(cfg["storage"]))
-	for key, given := range map[string]string{"environment": a.Environment, "optimizer": a.Optimizer, "scheduler": a.Scheduler, "storage": a.Storage} {
-		if given == "" && str(cfg[key]) != "" {
-			l.Refs[key] = l.CLIDoc.At(key)
-		}
-	}
 	if l.TunableValues, err = stringList(l.CLIDoc, cfg, "tunable_values"); err != nil {
 		return nil, err
-	}
-	for i := range l.TunableValues {
-		l.Refs["tunable_values/"+strconv.Itoa(i)] = listRef(l.CLIDoc, "tunable_values", i)
 	}
 	l.TunableValues = append(l.TunableValues, a.TunableValues...)
 	l.RandomInit = a.RandomInit || cfg["random_init"] == true
@@ -647,6 +625,31 @@ func firstNonEmpty(vals ...string) string {
 }
 
 // stringList reads a key that may be a string or a list of strings.
+// LocateNotFound re-locates a missing-file error at the value of key in
+// the CLI config (--config) that names the file, when it came from there
+// (a string, or an entry of a list of strings). Other errors are returned
+// unchanged.
+func (l *Launch) LocateNotFound(err error, key string) error {
+	if l == nil || l.CLIDoc == nil {
+		return err
+	}
+	return relocate(err, func(spec string) (source.Ref, bool) {
+		n := l.CLIDoc.Root.Get(key)
+		switch {
+		case n == nil:
+		case n.Kind == json5.String && n.Str == spec:
+			return l.CLIDoc.At(key), true
+		case n.Kind == json5.Array:
+			for i, e := range n.Elems {
+				if e.Kind == json5.String && e.Str == spec {
+					return l.CLIDoc.At(key).Index(i), true
+				}
+			}
+		}
+		return source.Ref{}, false
+	})
+}
+
 func stringList(doc *source.Doc, m map[string]any, key string) ([]string, error) {
 	v, ok := m[key]
 	if !ok || v == nil {
@@ -667,18 +670,6 @@ func stringList(doc *source.Doc, m map[string]any, key string) ([]string, error)
 		return out, nil
 	}
 	return nil, doc.Errorf([]string{key}, "expected a string or a list of strings")
-}
-
-// listRef points at element i of the CLI config's key, which holds a
-// string or a list of strings.
-func listRef(doc *source.Doc, key string, i int) source.Ref {
-	if doc == nil {
-		return source.Ref{}
-	}
-	if n := doc.Root.Get(key); n != nil && n.Kind == json5.String {
-		return doc.At(key)
-	}
-	return doc.At(key, strconv.Itoa(i))
 }
 
 // IsUsage reports whether err is a command-line usage problem.

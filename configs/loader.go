@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/benchtune/bench/configs/source"
@@ -142,6 +143,22 @@ func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
 	return c, nil
 }
 
+// WithSearchPath returns a loader that searches the given folders (made
+// absolute, duplicates dropped) in place of the loader's own, then the
+// built-in configs, then the loader's fallback folders: the search path of
+// a ConfigPersistenceService.
+func (l *Loader) WithSearchPath(paths []string) (*Loader, error) {
+	c := &Loader{fallback: l.fallback, validate: l.validate, maxFile: l.maxFile}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("config path %q: %w", p, err)
+		}
+		c.add(abs)
+	}
+	return c, nil
+}
+
 // Paths returns the search path folders (without the built-in configs,
 // which come last).
 func (l *Loader) Paths() []string { return append([]string(nil), l.paths...) }
@@ -221,11 +238,53 @@ func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
 	data, err := l.ReadFile(resolved)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &source.Error{File: spec, Msg: fmt.Sprintf("%s (searched %s and the built-in configs)", notFoundMsg, l.searched())}
+			return nil, &source.Error{File: spec, Err: &NotFoundError{Spec: spec, Searched: l.Paths()}}
 		}
 		return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: err}
 	}
 	return source.Parse(resolved, data)
+}
+
+// NotFoundError is the error of a config file that is on no folder of the
+// search path (nor among the built-in configs).
+type NotFoundError struct {
+	Spec string
+	// Searched are the search path folders (the built-in configs come
+	// after them).
+	Searched []string
+}
+
+func (e *NotFoundError) Error() string {
+	return withHint(fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(e.Searched, ", ")), e.Spec)
+}
+
+// LocateNotFound re-locates err at the list entry that names the missing
+// file: when err (or what it wraps) is a NotFoundError for one of specs,
+// the error returned names the file, line, column and JSON path of that
+// entry of the list that list points at. Other errors, and errors already
+// located (a file missing from a nested include), are returned unchanged.
+func LocateNotFound(err error, list source.Ref, specs []string) error {
+	return relocate(err, func(spec string) (source.Ref, bool) {
+		i := slices.Index(specs, spec)
+		return list.Index(i), i >= 0 && list.Doc != nil
+	})
+}
+
+// relocate re-locates a missing-file error at the config value at returns
+// for its file name (when at finds one).
+func relocate(err error, at func(spec string) (source.Ref, bool)) error {
+	var nf *NotFoundError
+	var located *source.Error
+	if err == nil || !errors.As(err, &nf) || (errors.As(err, &located) && located.Pos.Line > 0) {
+		return err
+	}
+	ref, ok := at(nf.Spec)
+	if !ok {
+		return err
+	}
+	e := ref.Errorf("included file %q", nf.Spec)
+	e.Err = nf
+	return e
 }
 
 // Load reads a config and validates it against the schema of kind.
@@ -238,38 +297,6 @@ func (l *Loader) Load(spec string, kind Kind) (*source.Doc, error) {
 		return nil, err
 	}
 	return doc, nil
-}
-
-// LoadAt is Load for a file that a config names at ref (an include, or a
-// key of the CLI config): a file that does not exist is reported at ref,
-// with its line and column, rather than as a file of its own. A ref
-// without a document (a command-line option) gives Load's error.
-func (l *Loader) LoadAt(spec string, kind Kind, ref source.Ref) (*source.Doc, error) {
-	doc, err := l.Load(spec, kind)
-	if err == nil || ref.Doc == nil || IsInline(spec) {
-		return doc, err
-	}
-	if isNotFound(err, spec) {
-		return nil, ref.Errorf("%s config file %q not found (searched %s and the built-in configs)", kind, spec, l.searched())
-	}
-	return nil, err
-}
-
-// isNotFound tells whether err is ReadDoc's "config file not found".
-func isNotFound(err error, spec string) bool {
-	var se *source.Error
-	return errors.As(err, &se) && se.File == spec && se.Pos.Line == 0 && strings.HasPrefix(se.Msg, notFoundMsg)
-}
-
-const notFoundMsg = "config file not found"
-
-// searched lists the search path for messages (the working folder when
-// it is empty).
-func (l *Loader) searched() string {
-	if len(l.paths)+len(l.fallback) == 0 {
-		return "the working folder"
-	}
-	return strings.Join(append(append([]string(nil), l.paths...), l.fallback...), ", ")
 }
 
 // Validate checks doc against the schema of kind (unless validation is

@@ -38,6 +38,44 @@ type Builder struct {
 
 	mu     sync.Mutex
 	stacks []*services.Stack
+	// owner keeps the services of a builder derived for another search
+	// path (forStack); nil for a builder made by NewBuilder.
+	owner *Builder
+}
+
+// root returns the builder that keeps the services.
+func (b *Builder) root() *Builder {
+	if b.owner != nil {
+		return b.owner
+	}
+	return b
+}
+
+// forStack returns the builder whose loader searches the config search
+// path of the newest ConfigPersistenceService (services.ConfigSearchPath)
+// of stack, or b when stack holds none. As in mlos_bench, an environment's
+// children (and its own data files) are looked up by the config loader of
+// the service stack the environment is built on, while the environment's
+// own includes are looked up by its parent's.
+func (b *Builder) forStack(stack *services.Stack) (*Builder, error) {
+	sp, ok := services.Find[services.ConfigSearchPath](stack)
+	if !ok {
+		return b, nil
+	}
+	l, err := b.root().Loader.WithSearchPath(sp.ConfigSearchPath())
+	if err != nil {
+		return nil, err
+	}
+	return &Builder{Loader: l, owner: b.root(), ValidateOnly: b.ValidateOnly, MissingArgs: b.MissingArgs, Warn: b.Warn}, nil
+}
+
+// searchPath is the search path services built on parent use: that of the
+// newest ConfigPersistenceService below them, else the loader's.
+func (b *Builder) searchPath(parent *services.Stack) []string {
+	if sp, ok := services.Find[services.ConfigSearchPath](parent); ok {
+		return sp.ConfigSearchPath()
+	}
+	return b.Loader.Paths()
 }
 
 // NewBuilder returns a builder reading configs through loader.
@@ -45,6 +83,7 @@ func NewBuilder(loader *configs.Loader) *Builder { return &Builder{Loader: loade
 
 // Close closes every service the builder created, newest first.
 func (b *Builder) Close() error {
+	b = b.root()
 	b.mu.Lock()
 	stacks := b.stacks
 	b.stacks = nil
@@ -61,6 +100,7 @@ func (b *Builder) Close() error {
 // SecurityNotices returns the notices of every service the builder
 // created (services.SecurityNoticer), each once, in creation order.
 func (b *Builder) SecurityNotices() []string {
+	b = b.root()
 	b.mu.Lock()
 	stacks := slices.Clone(b.stacks)
 	b.mu.Unlock()
@@ -77,9 +117,8 @@ func (b *Builder) SecurityNotices() []string {
 
 // LoadServices builds the services of each config (a path or inline JSON;
 // a single {class, config} or {"services": [...]}) on top of parent, in
-// order: later services override earlier ones. at, when given, tells
-// where a config names each spec (for the error of a missing file).
-func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Params, parent *services.Stack, at ...source.Ref) (*services.Stack, error) {
+// order: later services override earlier ones.
+func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Params, parent *services.Stack) (*services.Stack, error) {
 	if len(specs) == 0 {
 		return parent, nil
 	}
@@ -87,8 +126,8 @@ func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Para
 	if stack == nil {
 		stack = services.NewStack()
 	}
-	for i, s := range specs {
-		doc, err := b.Loader.LoadAt(s, configs.KindService, refAt(at, i))
+	for _, s := range specs {
+		doc, err := b.Loader.Load(s, configs.KindService)
 		if err != nil {
 			return nil, err
 		}
@@ -109,9 +148,10 @@ func (b *Builder) LoadServices(ctx context.Context, specs []string, globals Para
 				return nil, err
 			}
 			stack = stack.Push(svc)
-			b.mu.Lock()
-			b.stacks = append(b.stacks, stack)
-			b.mu.Unlock()
+			r := b.root()
+			r.mu.Lock()
+			r.stacks = append(r.stacks, stack)
+			r.mu.Unlock()
 		}
 	}
 	return stack, nil
@@ -138,7 +178,7 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 		Config:       cfg,
 		Globals:      maps.Clone(globals),
 		Parent:       parent,
-		SearchPath:   b.Loader.Paths(),
+		SearchPath:   b.searchPath(parent),
 		Ref:          ref,
 		ValidateOnly: b.ValidateOnly,
 	})
@@ -153,8 +193,8 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 }
 
 // LoadTunables returns a copy of parent with the groups of each
-// tunable-params config merged in (at: as for LoadServices).
-func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups, at ...source.Ref) (*tunables.Groups, error) {
+// tunable-params config merged in.
+func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunables.Groups, error) {
 	var out *tunables.Groups
 	var err error
 	if parent != nil {
@@ -162,8 +202,8 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups, at ...so
 	} else if out, err = tunables.New(); err != nil {
 		return nil, err
 	}
-	for i, s := range specs {
-		doc, err := b.Loader.LoadAt(s, configs.KindTunableParams, refAt(at, i))
+	for _, s := range specs {
+		doc, err := b.Loader.Load(s, configs.KindTunableParams)
 		if err != nil {
 			return nil, err
 		}
@@ -172,9 +212,6 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups, at ...so
 			return nil, err
 		}
 		if err := out.Merge(g); err != nil {
-			if ref := refAt(at, i); ref.Doc != nil {
-				return nil, ref.Errorf("%s: %v", s, err)
-			}
 			return nil, doc.Errorf(nil, "%v", err)
 		}
 	}
@@ -182,22 +219,24 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups, at ...so
 }
 
 // LoadEnvironment reads an environment config (a path or inline JSON) and
-// builds it (at: where a config names it, as for LoadServices).
+// builds it.
+// at, when given, is where a config names spec: a cyclic include is
+// reported there.
 func (b *Builder) LoadEnvironment(ctx context.Context, spec string, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string, at ...source.Ref) (Environment, error) {
 	if !configs.IsInline(spec) {
 		resolved := b.Loader.Resolve(spec)
 		for _, f := range chain {
 			if f == resolved {
 				msg := "cyclic include of environment configs: " + strings.Join(append(chain, resolved), " -> ")
-				if ref := refAt(at, 0); ref.Doc != nil {
-					return nil, ref.Errorf("%s", msg)
+				if len(at) > 0 && at[0].Doc != nil {
+					return nil, at[0].Errorf("%s", msg)
 				}
 				return nil, errors.New(msg)
 			}
 		}
 		chain = append(append([]string(nil), chain...), resolved)
 	}
-	doc, err := b.Loader.LoadAt(spec, configs.KindEnvironment, refAt(at, 0))
+	doc, err := b.Loader.Load(spec, configs.KindEnvironment)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +271,12 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	if err != nil {
 		return nil, err
 	}
-	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc, listRefs(ref.Child("include_services"), len(svcPaths))...); err != nil {
-		return nil, err
+	envBuilder, err := b.forStack(svc)
+	if err != nil {
+		return nil, ref.Errorf("%v", err)
+	}
+	if svc, err = b.LoadServices(ctx, svcPaths, globals, svc); err != nil {
+		return nil, configs.LocateNotFound(err, ref.Child("include_services"), svcPaths)
 	}
 	if svc == nil {
 		svc = services.NewStack()
@@ -243,8 +286,8 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 		return nil, err
 	}
 	if len(tunPaths) > 0 {
-		if tun, err = b.LoadTunables(tunPaths, tun, listRefs(ref.Child("include_tunables"), len(tunPaths))...); err != nil {
-			return nil, err
+		if tun, err = b.LoadTunables(tunPaths, tun); err != nil {
+			return nil, configs.LocateNotFound(err, ref.Child("include_tunables"), tunPaths)
 		}
 	}
 	ctor, ok := lookup(class.Str)
@@ -254,7 +297,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	env, err := ctor(ctx, Spec{
 		Name: name.Str, Class: class.Str, Config: cfg, Ref: ref,
 		Globals: globals, ParentArgs: parentArgs, Tunables: tun,
-		Services: svc, Builder: b, Chain: chain, ValidateOnly: b.ValidateOnly,
+		Services: svc, Builder: envBuilder, Chain: chain, ValidateOnly: b.ValidateOnly,
 	})
 	if err != nil {
 		var se *source.Error
@@ -265,25 +308,4 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 		return nil, ref.Errorf("environment %q: %v", name.Str, err)
 	}
 	return env, nil
-}
-
-// refAt returns at[i], or no ref.
-func refAt(at []source.Ref, i int) source.Ref {
-	if i < len(at) {
-		return at[i]
-	}
-	return source.Ref{}
-}
-
-// listRefs points at the n elements of the list (or the one string) at
-// ref.
-func listRefs(ref source.Ref, n int) []source.Ref {
-	if node := ref.Node(); node != nil && node.Kind == json5.String {
-		return []source.Ref{ref}
-	}
-	out := make([]source.Ref, n)
-	for i := range out {
-		out[i] = ref.Index(i)
-	}
-	return out
 }

@@ -6,5 +6,6 @@ import (
 	_ "github.com/benchtune/bench/services/aws"
 	_ "github.com/benchtune/bench/services/azure"
 	_ "github.com/benchtune/bench/services/local"
+	_ "github.com/benchtune/bench/services/mock"
 	_ "github.com/benchtune/bench/services/ssh"
 )

@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
@@ -272,7 +271,8 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 			return storage.Config{}, locateGlobal(l, "gpus", err)
 		}
 	}
-	return storageConfig(l.Loader, l.Storage, l.Globals, l.Refs["storage"])
+	cfg, err := StorageConfig(l.Loader, l.Storage, l.Globals)
+	return cfg, l.LocateNotFound(err, "storage")
 }
 
 // attachCgroups gives each runner a cgroup v2 group (cgroups "auto" or
@@ -324,9 +324,9 @@ func (r *Run) buildRunner(ctx context.Context, id int, v *ValidateOptions) (*sch
 	if err != nil {
 		return nil, err
 	}
-	env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil, l.Refs["environment"])
+	env, err := b.LoadEnvironment(ctx, l.Environment, nil, globals, nil, stack, nil)
 	if err != nil {
-		return nil, err
+		return nil, l.LocateNotFound(err, "environment")
 	}
 	if err := addEnvSecrets(l.Secrets, env); err != nil {
 		return nil, err
@@ -380,11 +380,8 @@ func (r *Run) baseServices(ctx context.Context, b *environments.Builder, globals
 	}
 	base := services.NewStack(local)
 	r.bases = append(r.bases, base)
-	refs := make([]source.Ref, len(r.Launch.Services))
-	for i := range refs {
-		refs[i] = r.Launch.Refs["services/"+strconv.Itoa(i)]
-	}
-	return b.LoadServices(ctx, r.Launch.Services, globals, base, refs...)
+	stack, err := b.LoadServices(ctx, r.Launch.Services, globals, base)
+	return stack, r.Launch.LocateNotFound(err, "services")
 }
 
 // initialTunables returns the root environment's tunables with the initial
@@ -407,10 +404,10 @@ func (r *Run) initialTunables() (*tunables.Groups, error) {
 			return nil, err
 		}
 	}
-	for i, f := range l.TunableValues {
-		doc, err := l.Loader.LoadAt(f, configs.KindTunableValues, l.Refs["tunable_values/"+strconv.Itoa(i)])
+	for _, f := range l.TunableValues {
+		doc, err := l.Loader.Load(f, configs.KindTunableValues)
 		if err != nil {
-			return nil, err
+			return nil, l.LocateNotFound(err, "tunable_values")
 		}
 		vals, err := tunables.ParseValues(doc.At())
 		if err != nil {
@@ -439,9 +436,9 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 		}
 		return optimizers.New(spec)
 	}
-	doc, err := l.Loader.LoadAt(l.Optimizer, configs.KindOptimizer, l.Refs["optimizer"])
+	doc, err := l.Loader.Load(l.Optimizer, configs.KindOptimizer)
 	if err != nil {
-		return nil, err
+		return nil, l.LocateNotFound(err, "optimizer")
 	}
 	spec.Ref = doc.At()
 	spec.Class = doc.Root.Get("class").Str
@@ -458,16 +455,14 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 	if inc := doc.Root.Get("include_tunables"); inc != nil {
 		paths, _ := inc.Value().([]any)
 		var files []string
-		var refs []source.Ref
-		for i, p := range paths {
+		for _, p := range paths {
 			if s, ok := p.(string); ok {
 				files = append(files, s)
-				refs = append(refs, doc.At("include_tunables", strconv.Itoa(i)))
 			}
 		}
-		tun, err := environments.NewBuilder(l.Loader).LoadTunables(files, r.Tunables, refs...)
+		tun, err := environments.NewBuilder(l.Loader).LoadTunables(files, r.Tunables)
 		if err != nil {
-			return nil, err
+			return nil, configs.LocateNotFound(err, doc.At("include_tunables"), files)
 		}
 		spec.Tunables = tun
 	}
@@ -487,9 +482,9 @@ func (r *Run) schedulerConfig() (schedulers.Config, error) {
 	class := ""
 	var fileCfg map[string]any
 	if l.Scheduler != "" {
-		doc, err := l.Loader.LoadAt(l.Scheduler, configs.KindScheduler, l.Refs["scheduler"])
+		doc, err := l.Loader.Load(l.Scheduler, configs.KindScheduler)
 		if err != nil {
-			return schedulers.Config{}, err
+			return schedulers.Config{}, l.LocateNotFound(err, "scheduler")
 		}
 		ref = doc.At()
 		class = doc.Root.Get("class").Str
@@ -546,7 +541,7 @@ func gitInfo(path string) (repo, commit string) {
 // storage config has (e.g. a "password" from a globals file). With
 // readOnly, a missing SQLite file is an error instead of being created.
 func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globals map[string]any, readOnly bool) (storage.Storage, error) {
-	cfg, err := storageConfig(loader, spec, globals, source.Ref{})
+	cfg, err := StorageConfig(loader, spec, globals)
 	if err != nil {
 		return nil, err
 	}
@@ -558,13 +553,9 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 // file bench.sqlite) with the globals merged in, and checks it
 // (storage.Check).
 func StorageConfig(loader *configs.Loader, spec string, globals map[string]any) (storage.Config, error) {
-	return storageConfig(loader, spec, globals, source.Ref{})
-}
-
-func storageConfig(loader *configs.Loader, spec string, globals map[string]any, at source.Ref) (storage.Config, error) {
 	cfg := storage.DefaultConfig()
 	if spec != "" {
-		doc, err := loader.LoadAt(spec, configs.KindStorage, at)
+		doc, err := loader.Load(spec, configs.KindStorage)
 		if err != nil {
 			return cfg, err
 		}

@@ -97,7 +97,7 @@ func experimentFiles(t *testing.T, dir string, share map[string]any, fetch, publ
 						"tunable_params":   []string{"app"},
 						"required_args":    []string{"workdir", "ssh_hostname"},
 						"shell_env_params": []string{"threads", "mode"},
-						"setup":            []string{`printf 'threads=%s\nmode=%s\n' "$threads" "$mode" > app.conf`},
+						"setup":            []string{`'printf "threads=%s\nmode=%s\n" "$threads" "$mode" > app.conf'`},
 						"upload":           []any{map[string]any{"from": "app.conf", "to": "$workdir/$trial_id/app.conf"}},
 					},
 				},

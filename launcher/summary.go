@@ -3,9 +3,11 @@ package launcher
 import (
 	"context"
 	"fmt"
-	"github.com/benchtune/bench/trial"
+	"strings"
 
+	"github.com/benchtune/bench/internal/pyfmt"
 	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 )
 
 // Summary is the outcome of an experiment, for the final report and the
@@ -29,6 +31,33 @@ type Summary struct {
 	Targets      []string          `json:"targets"`
 	Problems     []string          `json:"problems,omitempty"` // why the experiment counts as failed
 	Warnings     []string          `json:"warnings,omitempty"`
+}
+
+// FinalScore is the best trial's target values as mlos_bench writes them
+// in its "Final score: ..." log line: a Python dict of floats, in target
+// order, or None when no trial succeeded.
+func (s *Summary) FinalScore() string {
+	if s.BestTrial == 0 {
+		return "None"
+	}
+	var keys, vals []string
+	for _, t := range s.Targets {
+		name := strings.SplitN(t, ":", 2)[0]
+		v := s.BestScores[name]
+		text := pyfmt.MetricRepr(v)
+		switch x := v.(type) {
+		case string:
+			if f, err := pyfmt.ParseFloat(x); err == nil {
+				text = pyfmt.FloatRepr(f)
+			}
+		case int:
+			text = pyfmt.FloatRepr(float64(x))
+		case int64:
+			text = pyfmt.FloatRepr(float64(x))
+		}
+		keys, vals = append(keys, name), append(vals, text)
+	}
+	return pyfmt.DictRepr(keys, vals)
 }
 
 // OK reports whether the experiment passed mlos_bench's rules.

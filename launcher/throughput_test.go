@@ -76,7 +76,7 @@ func throughput(b *testing.B, runners, trials int, sleep time.Duration) (float64
 		"env.jsonc": fmt.Sprintf(`{"name": "sleepy", "class": "mlos_bench.environments.local.LocalEnv",
 			"include_tunables": ["tunables.jsonc"],
 			"config": {"tunable_params": ["g"], "shell_env_params": ["xv"],
-				"run": ["sleep %g", "printf 'metric,value\\nscore,%%s\\n' \"$xv\" > results.csv"],
+				"run": ["sleep %g", "echo metric,value > results.csv; echo score,$xv >> results.csv"],
 				"read_results_file": "results.csv"}}`, sleep.Seconds()),
 		"opt.jsonc": fmt.Sprintf(`{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
 			"config": {"optimizer_type": "RANDOM", "max_suggestions": %d}}`, trials),

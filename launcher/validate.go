@@ -57,7 +57,6 @@ func Validate(ctx context.Context, l *configs.Launch, o ValidateOptions) error {
 // are only data (globals, tunables) have nothing more to check here.
 func ValidateFile(ctx context.Context, l *configs.Launch, kind configs.Kind, file string, o ValidateOptions) error {
 	c := *l
-	c.Refs = nil
 	r := &Run{Launch: &c, log: slog.Default()}
 	defer r.Close()
 	switch kind {

@@ -48,6 +48,14 @@ type Observer interface {
 	TrialFinished(t storage.Trial, outcome trial.Outcome, best *Best)
 }
 
+// ResumeObserver is an Observer that is also told, before the first trial
+// runs, how many of the experiment's budgeted trials had finished before
+// this Start (earlier runs, other processes): progress then counts the
+// trials left.
+type ResumeObserver interface {
+	Resumed(finished int)
+}
+
 // Best is the experiment's best trial: its id and target values (in the
 // metrics' own signs, in target order).
 type Best struct {
@@ -320,6 +328,9 @@ type dispatch struct {
 	idle    []Runner
 	next    int // round-robin position (SyncScheduler)
 	results chan done
+	// aheadLeft counts the trials this process queued ahead (stored
+	// unowned) that it has not seen claimed yet.
+	aheadLeft int
 	// observed holds the trials whose outcome the optimizer has seen.
 	observed map[int]bool
 	// waiting maps an unfinished trial to the trials of the same
@@ -335,6 +346,7 @@ type dispatch struct {
 	firstFailures []string
 	firstReason   string
 	best          *Best
+	registered    int // outcomes given to the optimizer (its iterations)
 	// others reports trials owned by other processes: the dispatcher then
 	// polls storage for their outcomes.
 	others     bool
@@ -394,6 +406,15 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	if !s.o.Worker {
 		s.warnTunablesChanged(all)
+	}
+	if ro, ok := s.o.Observer.(ResumeObserver); ok {
+		finished := 0
+		for _, t := range all {
+			if t.RetryOf == 0 && t.Finished() {
+				finished++
+			}
+		}
+		ro.Resumed(finished)
 	}
 	if best, scores, ok := storage.Best(all, s.targets); ok {
 		d.best = &Best{TrialID: best.ID, Values: s.targets.Values(scores)}
@@ -660,13 +681,19 @@ func (d *dispatch) refill(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	// Claiming is a write: at most once a tick, unless this process only
-	// claims (a worker).
+	// claims (a worker) or queued trials ahead itself, which run before
+	// new suggestions (in the order of their ids).
 	var claimed []storage.Trial
-	if now := time.Now(); s.o.Worker || now.Sub(d.lastClaim) >= s.o.Tick {
+	if now := time.Now(); s.o.Worker || d.aheadLeft > 0 || now.Sub(d.lastClaim) >= s.o.Tick {
 		d.lastClaim = now
 		var err error
 		if claimed, err = s.exp.Claim(ctx, want); err != nil {
 			return false, err
+		}
+		if len(claimed) < want {
+			d.aheadLeft = 0 // all claimed, by this process or others
+		} else {
+			d.aheadLeft = max(0, d.aheadLeft-len(claimed))
 		}
 	}
 	for _, t := range claimed {
@@ -726,15 +753,19 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 		d.noMore = true
 		return false, nil
 	}
-	// What this process's runners cannot take now is queued ahead for
-	// others.
-	ahead := max(0, len(sugs)*s.cfg.TrialConfigRepeatCount-want)
+	// This process's runners take the first want trials; the rest are
+	// queued ahead for others. When some are, this process's own trials
+	// are stored at once too, so that trial ids follow the order of the
+	// suggestions and their repeats (as in mlos_bench, where repeat 1 of a
+	// configuration is the trial before repeat 2).
+	local := want
+	storeNow := len(sugs)*s.cfg.TrialConfigRepeatCount > want
 	for _, sg := range sugs {
-		n := min(ahead, s.cfg.TrialConfigRepeatCount)
-		if err := d.queueSuggestion(ctx, sg, n); err != nil {
+		n := min(local, s.cfg.TrialConfigRepeatCount)
+		if err := d.queueSuggestion(ctx, sg, n, storeNow); err != nil {
 			return false, err
 		}
-		ahead -= n
+		local -= n
 	}
 	return true, nil
 }
@@ -773,8 +804,11 @@ func (d *dispatch) metadata(tun *tunables.Groups) map[string]string {
 }
 
 // queueSuggestion stores a suggestion's trials (one per repeat), reusing
-// identical results when allowed, and queues the ones to run.
-func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion, ahead int) error {
+// identical results when allowed, and queues the ones to run: the first
+// local of them for this process's runners (stored when they start, or at
+// once when storeNow), the others stored now, unowned, for any process to
+// claim.
+func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion, local int, storeNow bool) error {
 	s := d.s
 	tun := sg.Tunables
 	meta := d.metadata(tun)
@@ -818,12 +852,27 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			}
 		}
 		d.trialCount++
-		if ahead > 0 {
+		if local <= 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
-			ahead--
-			if _, err := s.plain.NewTrial(ctx, spec); err != nil {
+			t, err := s.plain.NewTrial(ctx, spec)
+			if err != nil {
 				return err
 			}
+			d.aheadLeft++
+			s.logAdded(t)
+			continue
+		}
+		local--
+		if storeNow {
+			// Stored now, held by this process, started like a claimed one.
+			t, err := s.exp.NewTrial(ctx, spec)
+			if err != nil {
+				return err
+			}
+			s.logAdded(t)
+			it := d.itemFor(t)
+			it.sugID = sg.ID
+			d.queue = append(d.queue, it)
 			continue
 		}
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
@@ -853,6 +902,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 	if err != nil {
 		return false, err
 	}
+	s.logAdded(t)
 	d.trialCount++
 	out := trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any(src.Results)}
 	if err := s.exp.Finish(ctx, t.ID, out); err != nil {
@@ -877,7 +927,7 @@ func (d *dispatch) requeueConfig(ctx context.Context, all []storage.Trial, confi
 			// configuration again: no reuse of its stored result.
 			d.noReuse = true
 			defer func() { d.noReuse = false }()
-			return d.queueSuggestion(ctx, optimizers.Suggestion{Tunables: g}, 0)
+			return d.queueSuggestion(ctx, optimizers.Suggestion{Tunables: g}, s.cfg.TrialConfigRepeatCount, false)
 		}
 	}
 	return fmt.Errorf("config_id %d: no trial of experiment %q used that configuration", configID, s.cfg.ExperimentID)
@@ -966,6 +1016,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		if it.root == 0 {
 			it.root = t.ID
 		}
+		s.logAdded(t)
 	} else if err := d.startStored(ctx, it.t.ID, runner.ID()); err != nil {
 		d.idle = append(d.idle, runner)
 		if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) {
@@ -1023,6 +1074,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	j.cancel = cancel
 	d.running[t.ID] = j
 	s.stats.Run++
+	s.logExecute(t)
 	if s.o.Observer != nil {
 		s.o.Observer.TrialStarted(t)
 	}
@@ -1148,10 +1200,17 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	case trial.CANCELED:
 		own(&s.stats.Canceled)
 	}
+	s.logFinished(t, out)
 	d.observed[t.ID] = true
 	if out.Status != trial.CANCELED && !s.o.Worker {
 		tun := s.runnerTunables()
 		if err := tun.Assign(stringValues(t.Params)); err == nil {
+			d.registered++
+			iteration := d.registered
+			if it.sugID > 0 {
+				iteration = it.sugID
+			}
+			s.logRegister(iteration, tun, out)
 			if _, err := s.opt.Observe(it.sugID, tun, out.Status, out.Results); err != nil {
 				s.log.Warn("optimizer could not take in a result", "trial", t.ID, "err", err)
 			}
@@ -1175,6 +1234,7 @@ func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
 	if err != nil {
 		return err
 	}
+	s.logAdded(t)
 	s.stats.Retried++
 	d.retryCount[j.root]++
 	s.log.Warn("trial failed; retrying it", "trial", j.t.ID, "status", out.Status, "retry_trial", t.ID,
@@ -1208,6 +1268,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 			spec := *it.spec
 			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
 			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
+				s.logAdded(t)
 				reused := trial.Outcome{Status: trial.SUCCEEDED, Results: out.Results}
 				if err := s.exp.Finish(ctx, t.ID, reused); err == nil {
 					s.stats.Reused++
@@ -1348,7 +1409,7 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 		d.noMore = true
 	}
 	for _, sg := range sugs {
-		if err := d.queueSuggestion(ctx, sg, s.cfg.TrialConfigRepeatCount); err != nil {
+		if err := d.queueSuggestion(ctx, sg, 0, false); err != nil {
 			return err
 		}
 	}

@@ -3,8 +3,10 @@ package schedulers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/benchtune/bench/trial"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,14 +128,23 @@ func trials(t *testing.T, exp storage.Experiment) []storage.Trial {
 
 func TestRunsBudgetWithRepeats(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	var ran []string // trial ids in the order they ran (one runner)
 	s := newSetup(t, st, Config{ExperimentID: "e1", TrialConfigRepeatCount: 3, Teardown: true},
-		map[string]any{"optimizer_type": "FLAML", "max_suggestions": int64(4)}, func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+		map[string]any{"optimizer_type": "FLAML", "max_suggestions": int64(4)}, func(ctx context.Context, p environments.Params) environments.Result {
+			ran = append(ran, fmt.Sprint(p["trial_id"]))
+			return score(p)
+		})
 	if err := s.sched.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ts := trials(t, s.exp)
 	if len(ts) != 12 {
 		t.Fatalf("4 suggestions x 3 repeats = 12 trials, got %d", len(ts))
+	}
+	// As in mlos_bench: trials run in the order of their ids, repeat 1 of a
+	// configuration first.
+	if want := []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"}; !slices.Equal(ran, want) {
+		t.Errorf("trials ran in the order %v, want %v", ran, want)
 	}
 	for i, tr := range ts {
 		if tr.Status != trial.SUCCEEDED || tr.Metadata["repeat_i"] != []string{"1", "2", "3"}[i%3] {

@@ -22,7 +22,7 @@ func busyTrial(t *testing.T, d time.Duration) func(context.Context, environments
 	return func(ctx context.Context, params environments.Params) environments.Result {
 		// The shell spins (builtins only: its own CPU time) while a
 		// background sleep lives.
-		line := fmt.Sprintf("sleep %.3f & p=$!; while kill -0 $p 2>/dev/null; do :; done", d.Seconds())
+		line := fmt.Sprintf("sleep %.3f & p=$!; while kill -0 $p '2>/dev/null'; do :; done", d.Seconds())
 		res, err := exe.LocalExec(ctx, services.ExecRequest{Lines: []string{line}})
 		if err != nil || res.ExitCode != 0 {
 			return environments.Result{Status: trial.FAILED, Reason: fmt.Sprint(err, res.Stderr)}

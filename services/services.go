@@ -41,6 +41,11 @@ type ExecRequest struct {
 	LineTimeout time.Duration
 	// Live, when set, receives output lines as they are produced.
 	Live io.Writer
+	// Verbatim hands each line to the shell as it is written (bench only:
+	// bench_shell_lines "verbatim"), apart from the script names resolved
+	// on the search path. Without it, lines are split into words and
+	// joined again as mlos_bench does, which removes their quotes.
+	Verbatim bool
 }
 
 // LineResult is the outcome of one command line.
@@ -159,6 +164,16 @@ type RemoteConfig interface {
 // Auth provides credentials for cloud services.
 type Auth interface {
 	AccessToken(ctx context.Context) (string, error)
+}
+
+// ConfigSearchPath is implemented by mlos_bench's ConfigPersistenceService:
+// it holds a config search path. Services built on top of it look files
+// up (e.g. script names) on that path, and environments built on a stack
+// that holds it find their children's configs there, as in mlos_bench.
+type ConfigSearchPath interface {
+	// ConfigSearchPath returns absolute folders, in order, without the
+	// built-in configs (which are always searched last).
+	ConfigSearchPath() []string
 }
 
 // Spec is what a service constructor gets.

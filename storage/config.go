@@ -31,9 +31,12 @@ func DefaultConfig() Config {
 // SQLAlchemy's URL.create plus log_sql and lazy_schema_create.
 //
 // DriverName picks the backend: "sqlite", "sqlite3" or "sqlite+<dbapi>"
-// (Database is the file path, or ":memory:"), and "postgresql", "postgres"
-// or "postgresql+<dbapi>" (e.g. "postgresql+psycopg2"). The dbapi part is
-// ignored: bench uses its own drivers. Other databases are an error.
+// (Database is the file path, or ":memory:"), "postgresql", "postgres"
+// or "postgresql+<dbapi>" (e.g. "postgresql+psycopg2"), and "mysql",
+// "mariadb", "mysql+<dbapi>" or "mariadb+<dbapi>" (e.g.
+// "mysql+mysqlconnector"; MySQL 8 or MariaDB 10.6 and later). The dbapi
+// part is ignored: bench uses its own drivers. Other databases are an
+// error.
 type Config struct {
 	DriverName string `json:"drivername"`
 	Database   string `json:"database"`
@@ -43,7 +46,9 @@ type Config struct {
 	Port       int    `json:"port,omitempty"`
 	// Query holds extra connection options: for PostgreSQL any libpq
 	// keyword (sslmode, connect_timeout, application_name, search_path
-	// ...); for SQLite only "synchronous" (NORMAL, the default, or FULL).
+	// ...); for MySQL any parameter of the Go MySQL driver's DSN (tls,
+	// timeout, readTimeout, ...); for SQLite only "synchronous" (NORMAL,
+	// the default, or FULL).
 	Query map[string]string `json:"query,omitempty"`
 	// LogSQL logs every SQL statement (log/slog, level INFO).
 	LogSQL bool `json:"log_sql,omitempty"`
@@ -109,8 +114,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Backend returns the backend DriverName selects ("sqlite" or
-// "postgresql"), or an error wrapping ErrUnsupportedDriver.
+// Backend returns the backend DriverName selects ("sqlite", "postgresql"
+// or "mysql"), or an error wrapping ErrUnsupportedDriver.
 func (c Config) Backend() (string, error) {
 	name := strings.ToLower(strings.TrimSpace(c.DriverName))
 	base, dbapi, _ := strings.Cut(name, "+")
@@ -119,6 +124,8 @@ func (c Config) Backend() (string, error) {
 		return "sqlite", nil
 	case "postgresql", "postgres", "pgsql":
 		return "postgresql", nil
+	case "mysql", "mariadb":
+		return "mysql", nil
 	case "":
 		if dbapi == "" {
 			return "", fmt.Errorf("%w: storage config has no drivername; %s", ErrUnsupportedDriver, supported)
@@ -129,7 +136,7 @@ func (c Config) Backend() (string, error) {
 	return "", fmt.Errorf("%w %q: %s", ErrUnsupportedDriver, c.DriverName, supported)
 }
 
-const supported = `bench supports "sqlite" (also "sqlite3", "sqlite+pysqlite") and "postgresql" (also "postgres", "postgresql+psycopg2")`
+const supported = `bench supports "sqlite" (also "sqlite3", "sqlite+pysqlite"), "postgresql" (also "postgres", "postgresql+psycopg2") and "mysql" (also "mariadb", "mysql+mysqlconnector", "mysql+pymysql")`
 
 // String renders the config as a URL with the password hidden.
 func (c Config) String() string {
@@ -170,11 +177,12 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ParseURL reads a database URL in SQLAlchemy's form into a Config:
 // "sqlite:///relative/file.db", "sqlite:////abs/file.db", "sqlite://"
-// (in memory), "postgresql://user:pass@host:5432/db?sslmode=disable".
+// (in memory), "postgresql://user:pass@host:5432/db?sslmode=disable",
+// "mysql://user:pass@host:3306/db".
 func ParseURL(raw string) (Config, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return Config{}, fmt.Errorf("%w: storage URL %q has no scheme (want sqlite:///file or postgresql://host/db)", ErrInvalid, redactURL(raw))
+		return Config{}, fmt.Errorf("%w: storage URL %q has no scheme (want sqlite:///file, postgresql://host/db or mysql://host/db)", ErrInvalid, redactURL(raw))
 	}
 	c := Config{DriverName: scheme}
 	backend, err := c.Backend()
@@ -254,8 +262,9 @@ var (
 	backends   = map[string]OpenFunc{}
 )
 
-// RegisterBackend makes a backend ("sqlite", "postgresql") available to
-// Open. storage/sql registers both; import it for its side effect:
+// RegisterBackend makes a backend ("sqlite", "postgresql", "mysql")
+// available to Open. storage/sql registers them; import it for its side
+// effect:
 //
 //	import _ "github.com/benchtune/bench/storage/sql"
 func RegisterBackend(name string, open OpenFunc) {

@@ -6,8 +6,8 @@
 // The tables follow mlos_bench's storage (experiments, objectives, configs
 // deduplicated by hash, trials with a status history, parameters, results,
 // telemetry) plus each trial's captured output and failure reason. The SQL
-// implementation lives in storage/sql, which registers the "sqlite" and
-// "postgresql" backends that Open picks from Config.DriverName.
+// implementation lives in storage/sql, which registers the "sqlite",
+// "postgresql" and "mysql" backends that Open picks from Config.DriverName.
 //
 // Guarantees every implementation keeps:
 //   - A trial's final update (Finish) is one transaction: status, end time,
@@ -18,8 +18,8 @@
 //   - Timestamps are stored and returned in UTC, truncated to microseconds.
 //
 // Several processes may work on one experiment at once (threads and
-// processes on one machine with SQLite, several machines with PostgreSQL):
-// a driver queues trials, workers claim and run them. For that:
+// processes on one machine with SQLite, several machines with PostgreSQL
+// or MySQL): a driver queues trials, workers claim and run them. For that:
 //   - Every bench process acts through Experiment.WithOwner(owner, lease)
 //     with an owner string unique to the process. An owned trial is changed
 //     (UpdateStatus, SetTrialRunner, Finish, FinishAndQueue) only by its

@@ -152,6 +152,10 @@ func TestBackend(t *testing.T) {
 		{"postgresql+psycopg2", "postgresql"},
 		{"postgres", "postgresql"},
 		{" postgresql+asyncpg ", "postgresql"},
+		{"mysql", "mysql"},
+		{"mysql+mysqlconnector", "mysql"},
+		{"mysql+pymysql", "mysql"},
+		{"MariaDB+mariadbconnector", "mysql"},
 	}
 	for _, tc := range tests {
 		got, err := Config{DriverName: tc.driver}.Backend()
@@ -159,13 +163,13 @@ func TestBackend(t *testing.T) {
 			t.Errorf("Backend(%q) = %q, %v; want %q", tc.driver, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"mysql+mysqlconnector", "duckdb", "mssql+pyodbc", "", "+psycopg2", "sqlitex"} {
+	for _, bad := range []string{"mysqlx", "duckdb", "mssql+pyodbc", "", "+psycopg2", "sqlitex"} {
 		_, err := Config{DriverName: bad}.Backend()
 		if !errors.Is(err, ErrUnsupportedDriver) {
 			t.Errorf("Backend(%q): got %v, want ErrUnsupportedDriver", bad, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), `"sqlite"`) || !strings.Contains(err.Error(), `"postgresql"`) {
+		if !strings.Contains(err.Error(), `"sqlite"`) || !strings.Contains(err.Error(), `"postgresql"`) || !strings.Contains(err.Error(), `"mysql"`) {
 			t.Errorf("Backend(%q) error does not list what is supported: %v", bad, err)
 		}
 	}
@@ -231,6 +235,10 @@ func TestConfigHidesPassword(t *testing.T) {
 	if s := (Config{DriverName: "sqlite", Database: "x.db"}).String(); s != "sqlite:///x.db" {
 		t.Errorf("sqlite String() = %q", s)
 	}
+	my := Config{DriverName: "mysql+mysqlconnector", Username: "root", Password: "hunter2", Host: "localhost", Port: 3306, Database: "mlos_bench"}
+	if got, want := my.String(), "mysql://root:xxxxx@localhost:3306/mlos_bench"; got != want {
+		t.Errorf("mysql String() = %q, want %q", got, want)
+	}
 }
 
 func TestParseURL(t *testing.T) {
@@ -246,6 +254,8 @@ func TestParseURL(t *testing.T) {
 		{"postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable",
 			Config{DriverName: "postgres", Host: "127.0.0.1", Port: 5433, Username: "postgres", Database: "postgres", Query: map[string]string{"sslmode": "disable"}}},
 		{"postgresql+psycopg2://u:p%40ss@db/bench", Config{DriverName: "postgresql+psycopg2", Host: "db", Username: "u", Password: "p@ss", Database: "bench"}},
+		{"mysql://bench:s%2Fcret@127.0.0.1:3306/mlos_bench?tls=preferred",
+			Config{DriverName: "mysql", Host: "127.0.0.1", Port: 3306, Username: "bench", Password: "s/cret", Database: "mlos_bench", Query: map[string]string{"tls": "preferred"}}},
 	}
 	for _, tc := range tests {
 		got, err := ParseURL(tc.in)
@@ -259,7 +269,8 @@ func TestParseURL(t *testing.T) {
 	}
 	bad := []struct{ in, err string }{
 		{"bench.sqlite", "no scheme"},
-		{"mysql://root:hunter2@db/x", "unsupported storage driver"},
+		{"mssql://root:hunter2@db/x", "unsupported storage driver"},
+		{"mysql://root:hunter2@db:port/x", "not a URL"},
 		{"sqlite://relative.db", "three slashes"},
 		{"postgresql://u:hunter2@db:port/x", "not a URL"},
 	}

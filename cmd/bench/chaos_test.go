@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/benchtune/bench/internal/testenv"
@@ -203,12 +204,94 @@ func TestChaosPostgres(t *testing.T) {
 	const n = 80
 	dir := chaosExperiment(t, n, "0.$(( (xv % 5) + 2 ))")
 	st, db := freshPostgresStorage(t, dir)
+	chaosShared(t, dir, st, db, func(q string) string {
+		for i := 1; strings.Contains(q, "?"); i++ {
+			q = strings.Replace(q, "?", fmt.Sprintf("$%d", i), 1)
+		}
+		return q
+	}, "P", n)
+}
+
+// TestChaosMySQL: the same as TestChaosPostgres on MySQL (MariaDB), with
+// the password coming from the environment through a globals file.
+func TestChaosMySQL(t *testing.T) {
+	const n = 80
+	dir := chaosExperiment(t, n, "0.$(( (xv % 5) + 2 ))")
+	st, db := freshMySQLStorage(t, dir)
+	chaosShared(t, dir, st, db, func(q string) string { return q }, "M", n, "--globals", "mysql-globals.jsonc")
+}
+
+// freshMySQLStorage creates a database of its own on the MySQL test server
+// and returns a storage config file for it. Its password is a placeholder:
+// the "password" global of mysql-globals.jsonc overrides it with the
+// environment's BENCH_TEST_MYSQL_PASSWORD, set for the bench processes the
+// test starts.
+func freshMySQLStorage(t *testing.T, dir string) (string, *dbsql.DB) {
+	t.Helper()
+	u, err := url.Parse(testenv.Get(t, "BENCH_TEST_MYSQL_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr, mc.ParseTime = u.User.Username(), pw, "tcp", u.Host, true
+	admin := mc.FormatDSN()
+	db, err := dbsql.Open("mysql", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "bench_chaos_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	t.Cleanup(func() {
+		db, err := dbsql.Open("mysql", admin)
+		if err == nil {
+			_, _ = db.ExecContext(context.Background(), "DROP DATABASE "+name)
+			db.Close()
+		}
+	})
+	t.Setenv("BENCH_TEST_MYSQL_PASSWORD", pw)
+	write(t, dir, "storage.jsonc", fmt.Sprintf(`{"class": "mlos_bench.storage.sql.storage.SqlStorage",
+		"config": {"drivername": "mysql+mysqlconnector", "host": %q, "port": %s, "database": %q, "username": %q,
+			"password": "set-in-globals"}}`,
+		u.Hostname(), u.Port(), name, u.User.Username()), 0o644)
+	write(t, dir, "mysql-globals.jsonc", `{"password": "$BENCH_TEST_MYSQL_PASSWORD"}`, 0o644)
+	mc.DBName = name
+	edb, err := dbsql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edb.Close() })
+	return "storage.jsonc", edb
+}
+
+// chaosShared runs a driver and two workers on experiment exp (n trials)
+// in the shared storage config st of dir, killing one worker with SIGKILL
+// again and again (and restarting it), and checks the stored trials with
+// db (rebind adapts the placeholders); extra are more options for every
+// process. No process may log the password of BENCH_TEST_MYSQL_PASSWORD.
+func chaosShared(t *testing.T, dir, st string, db *dbsql.DB, rebind func(string) string, exp string, n int, extra ...string) {
 	tmp := t.TempDir()
-	common := []string{"--environment", "env.jsonc", "--storage", st, "--experiment_id", "P",
-		"--num_trial_runners", "2", "--no-progress", "--no-teardown", "--trial_lease", "2s"}
+	common := append([]string{"--environment", "env.jsonc", "--storage", st, "--experiment_id", exp,
+		"--num_trial_runners", "2", "--no-progress", "--no-teardown", "--trial_lease", "2s"}, extra...)
 	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc"}, common...)...)
-	// Workers join once the driver has created the experiment.
-	time.Sleep(500 * time.Millisecond)
+	// Workers join once the driver has created the experiment (on a new
+	// database it first creates the tables, which takes MySQL a while).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var found int
+		err := db.QueryRow(rebind(`SELECT COUNT(*) FROM experiment WHERE exp_id = ?`), exp).Scan(&found)
+		if err == nil && found == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(tmp, "driver.log"))
+			t.Fatalf("the driver did not create experiment %s in a minute (%v):\n%s", exp, err, log)
+		}
+	}
 	steady := startBench(t, dir, tmp, "steady", append([]string{"worker"}, common...)...)
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	done := make(chan error, 1)
@@ -244,12 +327,14 @@ func TestChaosPostgres(t *testing.T) {
 		log, _ := os.ReadFile(filepath.Join(tmp, "steady.log"))
 		t.Fatalf("worker: %v\n%s", err, log)
 	}
-	checkChaos(t, db, func(q string) string {
-		for i := 1; strings.Contains(q, "?"); i++ {
-			q = strings.Replace(q, "?", fmt.Sprintf("$%d", i), 1)
+	checkChaos(t, db, rebind, exp, n)
+	if pw := os.Getenv("BENCH_TEST_MYSQL_PASSWORD"); pw != "" {
+		for _, name := range []string{"driver", "steady", "killed"} {
+			if log, _ := os.ReadFile(filepath.Join(tmp, name+".log")); bytes.Contains(log, []byte(pw)) {
+				t.Errorf("the %s log shows the storage password", name)
+			}
 		}
-		return q
-	}, "P", n)
+	}
 	// Both the driver and the steady worker ran trials.
 	for _, name := range []string{"driver", "steady"} {
 		log, _ := os.ReadFile(filepath.Join(tmp, name+".log"))

@@ -316,7 +316,7 @@ func TestValidateCommand(t *testing.T) {
 		t.Fatalf("invalid folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
-		`bad/env.jsonc:4:24: /include_tunables/0: tunable-params config file "missing-tunables.jsonc" not found`,
+		`bad/env.jsonc:4:24: /include_tunables/0: included file "missing-tunables.jsonc": config file not found`,
 		`bad/tunables.jsonc:1:`, `/g/params/x/default`,
 		`bad/syntax.jsonc:1:9: syntax error`,
 	} {

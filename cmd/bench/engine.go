@@ -35,8 +35,8 @@ files as the driver, which must be reachable at the same paths (a shared
 file system, a prepared host, or a container image).
 
 The outcome (status, results, telemetry and captured output, JSON) is
-written to --outcome. With PostgreSQL storage that this side can reach, it
-is also stored at once; a far side without database access hands it back
+written to --outcome. With PostgreSQL or MySQL storage that this side can
+reach, it is also stored at once; a far side without database access hands it back
 through the file only. URLs may be local paths, s3://bucket/key (AWS Batch)
 or, for the request, env:NAME.
 
@@ -152,13 +152,16 @@ func writeOutcome(ctx context.Context, url string, out trial.Outcome) error {
 	return engines.WriteURL(context.WithoutCancel(ctx), url, b)
 }
 
-// storeOutcome stores the outcome in shared (PostgreSQL) storage when this
-// side reaches it, under the driver's claim; the outcome file is written
-// either way. A SQLite file is never opened from the far side (it may be
+// storeOutcome stores the outcome in shared storage (a PostgreSQL or MySQL
+// server) when this side reaches it, under the driver's claim; the outcome
+// file is written either way. A SQLite file is never opened from the far side (it may be
 // on a network file system).
 func storeOutcome(ctx context.Context, l *configs.Launch, req *engines.Request, out *trial.Outcome) {
 	cfg, err := launcher.StorageConfig(l.Loader, l.Storage, l.Globals)
-	if err != nil || !strings.Contains(strings.ToLower(cfg.DriverName), "postgres") || req.Owner == "" {
+	if err != nil || req.Owner == "" {
+		return
+	}
+	if backend, err := cfg.Backend(); err != nil || backend == "sqlite" {
 		return
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -205,8 +208,8 @@ processes), each running
 which claims the experiment's queued trials from shared storage until the
 experiment is over (as Optuna users do on Slurm). The driver (bench run
 with the same configs and --queue_ahead, or without --engine) suggests the
-trials; the storage must be shared (PostgreSQL) and reachable from the
-jobs. bench pilots returns once the jobs are submitted and prints their
+trials; the storage must be shared (PostgreSQL or MySQL) and reachable
+from the jobs. bench pilots returns once the jobs are submitted and prints their
 references.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -174,8 +174,39 @@ func TestEngineSharedStorageAndPilots(t *testing.T) {
 		}
 		return q
 	}
-	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
-		"--storage", st, "--experiment_id", "D", "--no-progress")
+	engineShared(t, dir, st, db, pg, n)
+}
+
+// TestEngineSharedStorageAndPilotsMySQL: the same with MySQL (MariaDB)
+// storage, whose password the jobs get the way the driver does (a globals
+// file reading the environment).
+func TestEngineSharedStorageAndPilotsMySQL(t *testing.T) {
+	const n = 8
+	dir := engineExperiment(t, n, 2, "0.3")
+	st, db := freshMySQLStorage(t, dir)
+	engineShared(t, dir, st, db, func(q string) string { return q }, n, "--globals", "mysql-globals.jsonc")
+	// Neither the jobs' requests nor their logs hold the password.
+	pw := os.Getenv("BENCH_TEST_MYSQL_PASSWORD")
+	err := filepath.WalkDir(filepath.Join(dir, ".bench"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), pw) {
+			t.Errorf("%s holds the storage password", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// engineShared runs TestEngineSharedStorageAndPilots on the shared storage
+// config st (rebind adapts db's placeholders; extra are more options for
+// every bench command).
+func engineShared(t *testing.T, dir, st string, db *sql.DB, pg func(string) string, n int, extra ...string) {
+	r := runBench(t, dir, append([]string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
+		"--storage", st, "--experiment_id", "D", "--no-progress"}, extra...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -193,7 +224,7 @@ func TestEngineSharedStorageAndPilots(t *testing.T) {
 
 	// Pilot workers.
 	tmp := t.TempDir()
-	common := []string{"--environment", "env.jsonc", "--storage", st, "--no-progress", "--no-teardown"}
+	common := append([]string{"--environment", "env.jsonc", "--storage", st, "--no-progress", "--no-teardown"}, extra...)
 	driver := startBench(t, dir, tmp, "driver", append([]string{"run", "--optimizer", "opt.jsonc", "--experiment_id", "PI",
 		"--queue_ahead", "4"}, common...)...)
 	time.Sleep(500 * time.Millisecond)

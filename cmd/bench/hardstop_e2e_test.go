@@ -198,7 +198,9 @@ func TestResultsFileFIFO(t *testing.T) {
 // A results file over the limit fails the trial with the limit and how to
 // raise it; raising it lets the same file through.
 func TestResultsFileLimit(t *testing.T) {
-	dir := hardExperiment(t, []string{`printf 'metric,value\nscore,1\n' > results.csv; head -c 2048 /dev/zero | tr '\0' '#' >> results.csv`}, nil, "")
+	// In single quotes as a whole, the line reaches the shell as written
+	// (lines are split into words and joined again, as mlos_bench does).
+	dir := hardExperiment(t, []string{`'printf "metric,value\nscore,1\n" > results.csv; head -c 2048 /dev/zero | tr "\0" "#" >> results.csv'`}, nil, "")
 	r := runBench(t, dir, "--environment", "env.jsonc", "--experiment_id", "L", "--no-progress", "--max_results_file_size", "1KiB")
 	if r.code != 1 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
@@ -253,8 +255,11 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 	// records whether anything of the first still ran, then succeeds.
 	dir := hardExperiment(t, []string{
 		`if [ ! -e "$marker_dir/first" ]; then touch "$marker_dir/first"; sleep 3171 & echo "$!" > "$marker_dir/bg"; touch "$marker_dir/started"; sleep 3172; fi`,
-		`s=$(cut -d' ' -f3 "/proc/$(cat "$marker_dir/bg")/stat" 2>/dev/null); if [ -n "$s" ] && [ "$s" != Z ]; then echo "$s" > "$marker_dir/orphan-alive"; fi`,
-		`printf 'metric,value\nscore,1\n' > results.csv`,
+		// In single quotes as a whole, a line reaches the shell as
+		// written (lines are split into words and joined again, as
+		// mlos_bench does).
+		`'s=$(cut -d" " -f3 "/proc/$(cat "$marker_dir/bg")/stat" 2>/dev/null); if [ -n "$s" ] && [ "$s" != Z ]; then echo "$s" > "$marker_dir/orphan-alive"; fi'`,
+		`'printf "metric,value\nscore,1\n" > results.csv'`,
 	}, nil, "")
 	tmp := t.TempDir()
 	args := []string{"--environment", "env.jsonc", "--experiment_id", "O", "--no-progress"}
@@ -344,8 +349,11 @@ func TestSecondInterruptDuringTeardown(t *testing.T) {
 func TestNoTeardownKeepsProcessesAcrossRuns(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	dir := hardExperiment(t, []string{
-		`if [ ! -e "$marker_dir/bg" ]; then sleep 3176 >/dev/null 2>&1 & echo "$!" > "$marker_dir/bg"; fi`,
-		`printf 'metric,value\nscore,1\n' > results.csv`,
+		// In single quotes as a whole, a line reaches the shell as
+		// written (lines are split into words and joined again, as
+		// mlos_bench does).
+		`'if [ ! -e "$marker_dir/bg" ]; then sleep 3176 >/dev/null 2>&1 & echo "$!" > "$marker_dir/bg"; fi'`,
+		`'printf "metric,value\nscore,1\n" > results.csv'`,
 	}, []string{`kill "$(cat "$marker_dir/bg")"`}, "")
 	tmp := t.TempDir()
 	for i, exp := range []string{"N1", "N2"} {

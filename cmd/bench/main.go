@@ -20,6 +20,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/internal/clilog"
 )
 
 // Exit codes.
@@ -102,6 +104,9 @@ func main() {
 }
 
 func run(args []string) int {
+	// Until a command sets up its logging (bench run and the commands that
+	// take run options do), warnings and errors are in the terminal format.
+	slog.SetDefault(slog.New(clilog.Terminal(os.Stderr, slog.LevelWarn)))
 	root := newRootCmd()
 	if isRunShorthand(args) {
 		args = append([]string{"run"}, args...)
@@ -114,11 +119,11 @@ func run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", ee.err)
+			fmt.Fprintln(os.Stderr, "bench: error:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "bench:", err)
+	fmt.Fprintln(os.Stderr, "bench: error:", err)
 	if configs.IsUsage(err) || strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
 		return exitUsage
 	}

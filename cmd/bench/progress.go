@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/benchtune/bench/trial"
 	"io"
 	"log/slog"
 	"os"
@@ -13,9 +12,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/benchtune/bench/internal/clilog"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 )
 
 // progress shows the experiment's progress: a live bar on a terminal, one
@@ -27,12 +28,22 @@ type progress struct {
 	useBar   bool
 	targets  []optimizers.Target
 	planned  int
+	resumed  int // planned trials finished before this run
 	done     int
 	failed   int
 	running  map[int]bool // trials started and not finished (this process)
 	bestText string
 	began    time.Time
+	// stopTick ends the goroutine that redraws the bar (nil: none).
+	stopTick chan struct{}
+	tickDone chan struct{}
 }
+
+// redrawEvery is how often the bar is redrawn between trial events: the
+// bar drops draws closer together than its throttle, so without this the
+// last event (a trial's end) could stay undrawn for a whole trial, and the
+// elapsed time and ETA would stand still during a long trial.
+const redrawEvery = 500 * time.Millisecond
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -65,6 +76,35 @@ func (p *progress) begin(planned int, targets []optimizers.Target) {
 		progressbar.OptionShowDescriptionAtLineEnd(),
 		progressbar.OptionSetRenderBlankState(true),
 	)
+	p.stopTick, p.tickDone = make(chan struct{}), make(chan struct{})
+	go p.redraw(p.bar, p.stopTick, p.tickDone)
+}
+
+func (p *progress) redraw(bar *progressbar.ProgressBar, stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(redrawEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			_ = bar.RenderBlank()
+			p.mu.Unlock()
+		}
+	}
+}
+
+// Resumed implements schedulers.ResumeObserver: the bar counts the
+// trials left to run.
+func (p *progress) Resumed(finished int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resumed = finished
+	if p.bar != nil && p.planned > 0 && finished > 0 {
+		p.bar.ChangeMax(max(p.planned-finished, 1))
+	}
 }
 
 func (p *progress) describe() string {
@@ -128,6 +168,9 @@ func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedul
 	if p.planned > 0 {
 		attrs = append(attrs, "planned", p.planned)
 	}
+	if p.resumed > 0 {
+		attrs = append(attrs, "finished_before", p.resumed)
+	}
 	if len(scores) > 0 {
 		for i, s := range scores {
 			attrs = append(attrs, p.targets[i].Name, s)
@@ -141,8 +184,8 @@ func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedul
 	}
 	elapsed := time.Since(p.began)
 	attrs = append(attrs, "elapsed", elapsed.Round(time.Second).String())
-	if p.planned > 0 && p.done > 0 && p.done < p.planned {
-		eta := time.Duration(float64(elapsed) / float64(p.done) * float64(p.planned-p.done))
+	if left := p.planned - p.resumed - p.done; p.planned > 0 && p.done > 0 && left > 0 {
+		eta := time.Duration(float64(elapsed) / float64(p.done) * float64(left))
 		attrs = append(attrs, "eta", eta.Round(time.Second).String())
 	}
 	fmt.Fprintf(p.w, "%s\n", formatLine("trial finished", attrs))
@@ -152,19 +195,17 @@ func formatLine(msg string, attrs []any) string {
 	var b strings.Builder
 	b.WriteString("bench: " + msg)
 	for i := 0; i+1 < len(attrs); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", attrs[i], quoteIfNeeded(fmt.Sprint(attrs[i+1])))
+		fmt.Fprintf(&b, " %v=%v", attrs[i], clilog.Quote(fmt.Sprint(attrs[i+1])))
 	}
 	return b.String()
 }
 
-func quoteIfNeeded(s string) string {
-	if strings.ContainsAny(s, " \t\n\"=") {
-		return fmt.Sprintf("%q", s)
-	}
-	return s
-}
-
 func (p *progress) finish() {
+	if p.stopTick != nil {
+		close(p.stopTick)
+		<-p.tickDone
+		p.stopTick = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/internal/clilog"
 	"github.com/benchtune/bench/internal/redactlog"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/runners/passive"
@@ -131,7 +132,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 		if err := st.Migrate(ctx); err != nil {
 			return exitWith(exitFailed, err)
 		}
-		fmt.Fprintf(stderr, "storage schema is up to date: %s\n", st.Describe())
+		fmt.Fprintf(stderr, "bench: storage schema is up to date: %s\n", st.Describe())
 		return nil
 	}
 
@@ -181,6 +182,8 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
+	// mlos_bench's closing log line, which its users grep for.
+	slog.Info("Final score: " + sum.FinalScore())
 	printSummary(stdout, stderr, sum, args.Format, l.Storage)
 	if ctx.Err() != nil {
 		return exitWith(exitInterrupted, errors.New("interrupted: the running trial will run again when you rerun the same command"))
@@ -226,7 +229,8 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
-// setupLogging sends logs to stderr (and log_file, at the full level).
+// setupLogging sends logs to stderr in bench's terminal format (and to
+// log_file, at the full level, in mlos_bench's format).
 func setupLogging(stderr io.Writer, l *configs.Launch) (func(), error) {
 	level := slog.LevelInfo
 	explicit := l.LogLevel != ""
@@ -243,14 +247,15 @@ func setupLogging(stderr io.Writer, l *configs.Launch) (func(), error) {
 	if !explicit {
 		stderrLevel = slog.LevelWarn
 	}
-	handlers := []slog.Handler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: stderrLevel})}
+	handlers := []slog.Handler{clilog.Terminal(stderr, stderrLevel)}
 	closeFn := func() {}
 	if l.LogFile != "" {
 		f, err := os.OpenFile(l.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("log file: %w", err)
 		}
-		handlers = append(handlers, slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
+		// mlos_bench's format, for the scripts that grep its log files.
+		handlers = append(handlers, clilog.File(f, level))
 		closeFn = func() { f.Close() }
 	}
 	// Secret values never reach a log line.
@@ -358,6 +363,6 @@ func (r redactWriter) Write(p []byte) (int, error) {
 // The notices are also recorded with the experiment.
 func printSecurityNotices(stderr io.Writer, notices []string) {
 	for _, n := range notices {
-		fmt.Fprintf(stderr, "bench: WARNING: %s (recorded with the experiment)\n", n)
+		fmt.Fprintf(stderr, "bench: warning: %s (recorded with the experiment)\n", n)
 	}
 }

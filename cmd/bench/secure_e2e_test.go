@@ -27,7 +27,7 @@ func TestSecretsKeptSecret(t *testing.T) {
 		"config": {
 			"const_args": {"db_password": "placeholder", "license_code": "none", "marker_dir": "`+dir+`"},
 			"shell_env_params": ["db_password", "license_code", "marker_dir"],
-			"setup": ["printf '%s %s' \"$db_password\" \"$license_code\" > \"$marker_dir/seen.txt\""],
+			"setup": ["'printf \"%s %s\" \"$db_password\" \"$license_code\" > \"$marker_dir/seen.txt\"'"],
 			"run": ["run.sh $db_password"]
 		}
 	}`, 0o644)
@@ -104,7 +104,7 @@ func TestInsecureSSHVisible(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	const notice = "SshHostService: SSH host key verification is OFF"
-	if !strings.Contains(r.stderr, "WARNING: "+notice) {
+	if !strings.Contains(r.stderr, "bench: warning: "+notice) {
 		t.Errorf("stderr does not say that host keys are not checked:\n%s", r.stderr)
 	}
 	r = runBench(t, dir, "results", "--list", "--format", "json")

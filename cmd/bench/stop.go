@@ -124,7 +124,7 @@ services, storage and globals must match the driver's) and exits once the
 driver has finished the experiment and no trial is left to run.
 
 Workers share the experiment through its storage: SQLite for processes on
-one machine, PostgreSQL across machines. Each claimed trial is leased to
+one machine, PostgreSQL or MySQL across machines. Each claimed trial is leased to
 its process and the lease is renewed while it runs; the trials of a
 process that dies are claimed again once their lease (trial_lease, default
 30s) has expired. A worker registers itself with its number of trial

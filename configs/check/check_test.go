@@ -72,20 +72,20 @@ func TestValidateMatchesRun(t *testing.T) {
 		files map[string]string // cli.jsonc and what it names; env.jsonc defaults to localEnv
 		want  string            // in both messages
 	}{
-		{name: "missing environment file", files: map[string]string{"cli.jsonc": `{"environment": "nope-env.jsonc"}`}, want: `environment config file "nope-env.jsonc" not found`},
-		{name: "missing globals file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "globals": ["nope-globals.jsonc"]}`}, want: `globals config file "nope-globals.jsonc" not found`},
-		{name: "missing service file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "services": ["nope-svc.jsonc"]}`}, want: `service config file "nope-svc.jsonc" not found`},
-		{name: "missing tunable values file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "tunable_values": ["nope-values.jsonc"]}`}, want: `tunable-values config file "nope-values.jsonc" not found`},
-		{name: "missing optimizer file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "optimizer": "nope-opt.jsonc"}`}, want: `optimizer config file "nope-opt.jsonc" not found`},
-		{name: "missing scheduler file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "scheduler": "nope-sched.jsonc"}`}, want: `scheduler config file "nope-sched.jsonc" not found`},
-		{name: "missing storage file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "storage": "nope-storage.jsonc"}`}, want: `storage config file "nope-storage.jsonc" not found`},
+		{name: "missing environment file", files: map[string]string{"cli.jsonc": `{"environment": "nope-env.jsonc"}`}, want: `included file "nope-env.jsonc": config file not found`},
+		{name: "missing globals file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "globals": ["nope-globals.jsonc"]}`}, want: `included file "nope-globals.jsonc": config file not found`},
+		{name: "missing service file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "services": ["nope-svc.jsonc"]}`}, want: `included file "nope-svc.jsonc": config file not found`},
+		{name: "missing tunable values file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "tunable_values": ["nope-values.jsonc"]}`}, want: `included file "nope-values.jsonc": config file not found`},
+		{name: "missing optimizer file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "optimizer": "nope-opt.jsonc"}`}, want: `included file "nope-opt.jsonc": config file not found`},
+		{name: "missing scheduler file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "scheduler": "nope-sched.jsonc"}`}, want: `included file "nope-sched.jsonc": config file not found`},
+		{name: "missing storage file", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "storage": "nope-storage.jsonc"}`}, want: `included file "nope-storage.jsonc": config file not found`},
 		{name: "no environment", files: map[string]string{"cli.jsonc": `{"log_level": "INFO"}`}, want: "no environment config"},
 		{name: "num_trial_runners a CLI config's schema rejects", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "num_trial_runners": "many"}`}, want: "expected integer, got string"},
 		{name: "invalid num_trial_runners from globals", files: map[string]string{"cli.jsonc": `{"environment": "env.jsonc", "globals": ["g.jsonc"]}`, "g.jsonc": `{"num_trial_runners": 0}`}, want: "invalid num_trial_runners 0"},
 		{name: "schema error in the environment", files: map[string]string{"env.jsonc": `{"name": "e", "class": "mlos_bench.environments.local.LocalEnv", "config": {"run": "not a list"}}`}, want: "/config/run"},
-		{name: "missing included tunables", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `["tunables.jsonc"]`, `["nope-tunables.jsonc"]`, 1)}, want: `tunable-params config file "nope-tunables.jsonc" not found`},
-		{name: "missing included service", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `"include_tunables"`, `"include_services": ["nope-service.jsonc"], "include_tunables"`, 1)}, want: `service config file "nope-service.jsonc" not found`},
-		{name: "missing included child", files: map[string]string{"env.jsonc": `{"name": "c", "class": "mlos_bench.environments.CompositeEnv", "config": {"include_children": ["nope-child.jsonc"]}}`}, want: `environment config file "nope-child.jsonc" not found`},
+		{name: "missing included tunables", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `["tunables.jsonc"]`, `["nope-tunables.jsonc"]`, 1)}, want: `included file "nope-tunables.jsonc": config file not found`},
+		{name: "missing included service", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `"include_tunables"`, `"include_services": ["nope-service.jsonc"], "include_tunables"`, 1)}, want: `included file "nope-service.jsonc": config file not found`},
+		{name: "missing included child", files: map[string]string{"env.jsonc": `{"name": "c", "class": "mlos_bench.environments.CompositeEnv", "config": {"include_children": ["nope-child.jsonc"]}}`}, want: `included file "nope-child.jsonc": config file not found`},
 		{name: "cyclic include", files: map[string]string{"env.jsonc": `{"name": "c", "class": "mlos_bench.environments.CompositeEnv", "config": {"include_children": ["env.jsonc"]}}`}, want: "cyclic include of environment configs"},
 		{name: "composite without children", files: map[string]string{"env.jsonc": `{"name": "c", "class": "mlos_bench.environments.CompositeEnv", "config": {"children": []}}`}, want: "/config/children"},
 		{name: "required arg without a value", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `"tunable_params"`, `"required_args": ["needed"], "tunable_params"`, 1)}, want: `missing required parameter "needed"`},
@@ -363,7 +363,7 @@ func TestOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, `"nope.jsonc" not found`) {
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, `"nope.jsonc": config file not found`) {
 		t.Errorf("want one problem: %v", rep.Problems)
 	}
 	rep, err = (&Checker{}).Run([]string{filepath.Join(dir, "other")})

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/environments"
@@ -122,7 +123,7 @@ func New(ctx context.Context, spec environments.Spec) (environments.Environment,
 	for i, path := range includes {
 		child, err := spec.Builder.LoadEnvironment(ctx, path, tun, globals, constArgs, spec.Services, spec.Chain, cfgRef.Child("include_children").Index(i))
 		if err != nil {
-			return nil, err
+			return nil, configs.LocateNotFound(err, cfgRef.Child("include_children"), includes)
 		}
 		if err := add(child, cfgRef.Child("include_children").Index(i)); err != nil {
 			return nil, err

@@ -644,7 +644,7 @@ func TestLaterChildMetricWins(t *testing.T) {
 		return map[string]any{
 			"name": name, "class": "mlos_bench.environments.local.local_env.LocalEnv",
 			"config": map[string]any{
-				"run":               []string{"printf 'metric,value\\nscore," + score + "\\nonly_" + name + ",1\\n' > out.csv"},
+				"run":               []string{"printf \"'metric,value\\nscore," + score + "\\nonly_" + name + ",1\\n'\" > out.csv"},
 				"read_results_file": "out.csv",
 				// Built-in measurements aside: only the user's metrics here.
 				"bench_measurements": false,
@@ -668,5 +668,49 @@ func TestLaterChildMetricWins(t *testing.T) {
 	want := map[string]any{"score": 7.25, "only_first": int64(1), "only_second": int64(1)}
 	if diff := cmp.Diff(want, res.Metrics); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+}
+
+// TestConfigPersistenceServiceSearchPath: mlos_bench's
+// ConfigPersistenceService on a service stack puts its config_path on the
+// search path of the services built on top of it (LocalExecService finds
+// scripts there) and of the environments built on that stack (a
+// composite's children are found there), while an environment's own
+// includes are looked up by its parent's loader.
+func TestConfigPersistenceServiceSearchPath(t *testing.T) {
+	extra := t.TempDir() // on no search path but the service's
+	envtest.WriteFiles(t, extra, map[string]string{
+		"child.jsonc": `{
+			"name": "child",
+			"class": "mlos_bench.environments.local.LocalEnv",
+			"config": {"run": ["hello.sh"], "results_stdout_pattern": "(\\w+)=(\\S+)"}
+		}`,
+		"hello.sh": "#!/bin/sh\necho score=42\n",
+	})
+	f := envtest.New(t, map[string]string{
+		"svc.jsonc": `{"services": [
+			{"class": "mlos_bench.services.config_persistence.ConfigPersistenceService", "config": {"config_path": ["` + extra + `"]}},
+			{"class": "mlos_bench.services.local.local_exec.LocalExecService"}
+		]}`,
+		"root.jsonc": `{
+			"name": "root",
+			"class": "mlos_bench.environments.composite_env.CompositeEnv",
+			"config": {"include_children": ["child.jsonc"]}
+		}`,
+	})
+	ctx := context.Background()
+	// Without the service, the child is not found.
+	_, err := f.Builder.LoadEnvironment(ctx, "root.jsonc", f.Tunables, nil, nil, f.Services, nil)
+	if err == nil || !strings.Contains(err.Error(), `root.jsonc:4:`) || !strings.Contains(err.Error(), `included file "child.jsonc": config file not found`) {
+		t.Fatalf("got %v", err)
+	}
+	stack := f.LoadServices(f.Services, "svc.jsonc")
+	env, err := f.Builder.LoadEnvironment(ctx, "root.jsonc", f.Tunables, nil, nil, stack, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := envtest.Trial(t, env, f.Tunables, nil)
+	if res.Status != environments.SUCCEEDED || fmt.Sprint(res.Metrics["score"]) != "42" {
+		t.Errorf("%s %v %s", res.Status, envtest.WithoutMeasurements(res.Metrics), res.Reason)
 	}
 }

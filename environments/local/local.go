@@ -25,6 +25,7 @@ import (
 	"github.com/benchtune/bench/environments/internal/script"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
+	svclocal "github.com/benchtune/bench/services/local"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -50,7 +51,7 @@ func init() {
 }
 
 // localKeys are LocalEnv's own config keys (beyond the script keys).
-var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey}
+var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey, ShellLinesKey}
 
 type rawLocal struct {
 	TempDir           *string       `json:"temp_dir"`
@@ -60,6 +61,7 @@ type rawLocal struct {
 	ReadTelemetryFile *string       `json:"read_telemetry_file"`
 	Measurements      *bool         `json:"bench_measurements"`
 	ReuseSetup        any           `json:"bench_reuse_setup"` // read by environments.Base
+	ShellLines        any           `json:"bench_shell_lines"` // read by shellLines
 	Upload            []rawTransfer `json:"upload"`
 	Download          []rawTransfer `json:"download"`
 }
@@ -80,6 +82,7 @@ type Env struct {
 	readResults   string
 	readTelemetry string
 	measureCfg    *bool // bench_measurements in the config; nil: not given
+	verbatim      bool  // bench_shell_lines "verbatim"
 	loader        *configs.Loader
 	log           *slog.Logger
 
@@ -185,6 +188,14 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 			return nil, cfgRef.Child(d.key).Errorf("%v", err)
 		}
 	}
+	if e.verbatim, err = shellLines(spec); err != nil {
+		return nil, err
+	}
+	if !e.verbatim {
+		if err := checkLines(sc, cfgRef, spec.Name); err != nil {
+			return nil, err
+		}
+	}
 	if spec.Builder != nil {
 		e.loader = spec.Builder.Loader
 		if spec.Builder.Warn != nil {
@@ -230,6 +241,64 @@ func warnMissingScripts(spec environments.Spec, sc *script.Config, cfgRef source
 			}
 		}
 	}
+}
+
+// ShellLinesKey is the config key (and global) that says how script lines
+// reach the shell (bench only): "mlos_bench" (the default) splits each
+// line into words and joins them again as mlos_bench does, which removes
+// quotes; "verbatim" hands the line over as it is written.
+const ShellLinesKey = "bench_shell_lines"
+
+// Values of ShellLinesKey.
+const (
+	ShellLinesMlos     = "mlos_bench"
+	ShellLinesVerbatim = "verbatim"
+)
+
+// shellLines reads bench_shell_lines: the config key (into which a global
+// of the same name is merged, as for every config key), else the global;
+// it reports whether lines are verbatim.
+func shellLines(spec environments.Spec) (bool, error) {
+	check := func(v any) (bool, error) {
+		switch v {
+		case ShellLinesMlos:
+			return false, nil
+		case ShellLinesVerbatim:
+			return true, nil
+		}
+		return false, fmt.Errorf("expected %q (the default: lines are split into words and joined again, as mlos_bench does) or %q (lines reach the shell as written), got %#v",
+			ShellLinesMlos, ShellLinesVerbatim, v)
+	}
+	if v, ok := spec.Config[ShellLinesKey]; ok && v != nil {
+		verbatim, err := check(v)
+		if err != nil {
+			return false, spec.Ref.Child("config").Child(ShellLinesKey).Errorf("environment %q: %v", spec.Name, err)
+		}
+		return verbatim, nil
+	}
+	if v, ok := spec.Globals[ShellLinesKey]; ok && v != nil {
+		verbatim, err := check(v)
+		if err != nil {
+			return false, fmt.Errorf("environment %q: global %s: %v", spec.Name, ShellLinesKey, err)
+		}
+		return verbatim, nil
+	}
+	return false, nil
+}
+
+// checkLines reports, with its place in the config, a line that cannot be
+// split into words as mlos_bench splits it (an unterminated quote, a
+// backslash at the end), before anything runs.
+func checkLines(sc *script.Config, cfgRef source.Ref, name string) error {
+	for _, phase := range []string{"setup", "run", "teardown"} {
+		for i, line := range sc.Lines(phase) {
+			if err := svclocal.CheckLine(line); err != nil {
+				return cfgRef.Child(phase).Index(i).Errorf("environment %q: the line cannot be split into words as mlos_bench splits it (Python's shlex: %v); close the quote or escape the last backslash, or set %q: %q to hand lines to the shell as written",
+					name, err, ShellLinesKey, ShellLinesVerbatim)
+			}
+		}
+	}
+	return nil
 }
 
 func deref(s *string) string {
@@ -398,6 +467,7 @@ func (e *Env) runLines(ctx context.Context, phase, dir string) (services.ExecRes
 		Env:         env,
 		Dir:         dir,
 		LineTimeout: e.script.Timeouts.Line.Std(),
+		Verbatim:    e.verbatim,
 	})
 	script.Record(ctx, e.Name(), phase, res, e.script.MaxOutputBytes)
 	if err != nil {

@@ -168,7 +168,7 @@ func TestRunResults(t *testing.T) {
 		{
 			name: "results file on an absolute path",
 			cfg: map[string]any{
-				"run":               []string{"printf 'metric,value\\nx,True\\ny,\\n' > \"$OUT\""},
+				"run":               []string{"printf \"'metric,value\\nx,True\\ny,\\n'\" > \"$OUT\""},
 				"shell_env_params":  []string{"OUT"},
 				"const_args":        map[string]any{"OUT": "PLACEHOLDER"},
 				"read_results_file": "RESULTS",

@@ -90,7 +90,7 @@ func TestMeasurementsOfKnownPrograms(t *testing.T) {
 	t.Run("busy loop", func(t *testing.T) {
 		f := envtest.New(t, nil)
 		env := localEnv(t, f, map[string]any{
-			"run": []string{"python3 -c 'import os\nt = os.times().user\nwhile os.times().user - t < 0.6: pass'"},
+			"run": []string{"python3 -c \"'import os\nt = os.times().user\nwhile os.times().user - t < 0.6: pass'\""},
 		}, nil)
 		res, _ := envtest.Trial(t, env, f.Tunables, nil)
 		succeeded(t, res)
@@ -113,7 +113,7 @@ func TestMeasurementsOfKnownPrograms(t *testing.T) {
 				"echo small",
 				// A child of the shell (not exec'd): its rusage comes with
 				// the shell's.
-				"python3 -c 'b = bytearray(200 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1'; echo done",
+				"python3 -c \"'b = bytearray(200 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1'\"; echo done",
 			},
 		}, nil)
 		res, _ := envtest.Trial(t, env, f.Tunables, nil)
@@ -146,7 +146,7 @@ func TestMeasurementsSwitch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := envtest.New(t, nil)
-			cfg := map[string]any{"setup": []string{"true"}, "run": []string{"printf 'metric,value\\nscore,1\\n' > out.csv"}, "read_results_file": "out.csv"}
+			cfg := map[string]any{"setup": []string{"true"}, "run": []string{"printf \"'metric,value\\nscore,1\\n'\" > out.csv"}, "read_results_file": "out.csv"}
 			if tc.cfg != nil {
 				cfg["bench_measurements"] = tc.cfg
 			}
@@ -183,7 +183,7 @@ func TestMeasurementsDoNotReplaceUserResults(t *testing.T) {
 	f := envtest.New(t, nil)
 	wall := local.MeasurementName("TestLocalEnv", "run", local.MeasureWall)
 	env := localEnv(t, f, map[string]any{
-		"run":               []string{"printf 'metric,value\\n" + wall + ",42.5\\n' > out.csv"},
+		"run":               []string{"printf \"'metric,value\\n" + wall + ",42.5\\n'\" > out.csv"},
 		"read_results_file": "out.csv",
 	}, nil)
 	res, _ := envtest.Trial(t, env, f.Tunables, nil)

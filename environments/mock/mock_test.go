@@ -163,6 +163,41 @@ func TestBuiltinMockEnv(t *testing.T) {
 	}
 }
 
+// TestBuiltinMockEnvScoresAsMlosBench: mlos_bench's own launcher tests
+// run its mock_env.jsonc without noise (--mock_env_seed -1) and expect a
+// score of 67.40… for the defaults and 67.11… for the values of its
+// tunable-values example; bench's built-in of the same path must give the
+// same numbers.
+func TestBuiltinMockEnvScoresAsMlosBench(t *testing.T) {
+	f := envtest.New(t, nil)
+	globals := environments.Params{"mock_env_seed": int64(-1)}
+	env, err := f.Builder.LoadEnvironment(context.Background(), "environments/mock/mock_env.jsonc", nil, globals, nil, f.Services, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Name() != "Mock environment" || env.Tunables().Len() != 19 {
+		t.Fatalf("name %q, %d tunables", env.Name(), env.Tunables().Len())
+	}
+	for _, tc := range []struct {
+		values   map[string]any
+		min, max float64
+	}{
+		{nil, 67.40, 67.41},
+		{map[string]any{"sched_migration_cost_ns": int64(400000), "sched_latency_ns": int64(10000000),
+			"sched_child_runs_first": "0", "sched_tunable_scaling": "1"}, 67.11, 67.12},
+	} {
+		tun := env.Tunables().Copy()
+		if err := tun.Assign(tc.values); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := envtest.Trial(t, env, tun, nil)
+		score, _ := res.Metrics["score"].(float64)
+		if res.Status != environments.SUCCEEDED || score < tc.min || score >= tc.max {
+			t.Errorf("values %v: %s score %v, want [%v, %v)", tc.values, res.Status, res.Metrics["score"], tc.min, tc.max)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ extra, want string }{
 		"bad range":   {`, "mock_env_range": [1, 2, 3]`, "mock_env_range"},

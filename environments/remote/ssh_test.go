@@ -82,7 +82,7 @@ func TestSSHCompositeRoundTrip(t *testing.T) {
 						"required_args":    []string{"workdir", "ssh_hostname"},
 						"dump_params_file": "params.json",
 						"shell_env_params": []string{"kernel_sched_latency_ns"},
-						"setup":            []string{`printf 'latency_ns=%s\n' "$kernel_sched_latency_ns" > app.conf`},
+						"setup":            []string{`'printf "latency_ns=%s\n" "$kernel_sched_latency_ns" > app.conf'`},
 						"upload": []any{
 							map[string]any{"from": "app.conf", "to": "$workdir/$trial_id/app.conf"},
 							map[string]any{"from": "$PWD/params.json", "to": "$workdir/$trial_id/"},

@@ -242,3 +242,43 @@ func validUnderscores(t string) bool {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// DictRepr is Python's repr(dict) of keys (strings, in the given order)
+// and values already written as Python writes them.
+func DictRepr(keys, values []string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = StrRepr(k) + ": " + values[i]
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// MetricRepr writes a result value as mlos_bench has it after reading it
+// back from storage and parsing it (try_parse_val): an integer string as an
+// int, another number as a float, other text as a str; nil is None.
+func MetricRepr(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		return Bool(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return FloatRepr(x)
+	case float32:
+		return FloatRepr(float64(x))
+	case string:
+		if n, err := ParseInt(x); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+		if f, err := ParseFloat(x); err == nil {
+			return FloatRepr(f)
+		}
+		return StrRepr(x)
+	default:
+		return StrRepr(fmt.Sprint(x))
+	}
+}

@@ -13,9 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -231,26 +229,6 @@ func (t tokenCredential) GetToken(ctx context.Context, o policy.TokenRequestOpti
 }
 
 // decodeConfig decodes the config with errors located at the bad key.
-func decodeConfig(spec services.Spec, out *FileShareConfig) error {
-	err := decode.Into(spec.Config, out)
-	if err == nil {
-		return nil
-	}
-	cref := spec.Ref.Child("config")
-	keys := make([]string, 0, len(spec.Config))
-	for k := range spec.Config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		probe := reflect.New(reflect.TypeOf(*out)).Interface()
-		if kerr := decode.Into(map[string]any{k: spec.Config[k]}, probe); kerr != nil {
-			return cref.Child(k).Errorf("%v", kerr)
-		}
-	}
-	return cref.Errorf("%v", err)
-}
-
 // sigRE finds SAS signatures in URLs that errors may quote.
 var sigRE = regexp.MustCompile(`(?i)([?&]sig=)[^&\s"']+`)
 

@@ -98,10 +98,16 @@ func NewLocalExec(cfg Config, opts Options) (*LocalExecService, error) {
 	}, nil
 }
 
-// Rewrite returns the shell text that LocalExec runs for a script line:
-// the line with the command words that name script files on the search
-// path replaced (see docs/local-services.md).
-func (s *LocalExecService) Rewrite(line string) string { return s.res.rewrite(line) }
+// ShellText returns the text that LocalExec hands to /bin/sh -c for a
+// script line (see docs/local-services.md): by default the line split into
+// words and joined again as mlos_bench does, with the first word of each
+// sub-command that names a file on the search path replaced; with
+// verbatim, the line as it is apart from the replaced command words. The
+// error is a line that cannot be split (an unterminated quote, a
+// backslash at the end).
+func (s *LocalExecService) ShellText(line string, verbatim bool) (string, error) {
+	return s.res.text(line, verbatim)
+}
 
 // MissingScripts returns the command words of a script line that name
 // script files neither the search path nor PATH has (bench validate
@@ -141,7 +147,7 @@ func (s *LocalExecService) LocalExec(ctx context.Context, req services.ExecReque
 		return res, err
 	}
 	shared := lineRun{env: env, timeout: req.LineTimeout, pin: pin, activity: services.ActivityFrom(ctx), sampler: services.SamplerFrom(ctx),
-		cgroup: services.CgroupFrom(ctx)}
+		cgroup: services.CgroupFrom(ctx), verbatim: req.Verbatim}
 	dir := req.Dir
 	if dir == "" {
 		d, cleanup, terr := s.TempDir(ctx, "local-exec")
@@ -275,12 +281,16 @@ type lineRun struct {
 	activity *services.Activity // nil-safe
 	sampler  *services.Sampler  // nil-safe
 	cgroup   *services.Cgroup   // the runner's cgroup; nil: none
+	verbatim bool               // hand lines to the shell as they are
 }
 
 // runLine runs one line with /bin/sh -c in a new process group.
 func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, run *lineRun) (services.LineResult, error) {
 	lr := services.LineResult{Line: line}
-	text := s.res.rewrite(line)
+	text, err := s.res.text(line, run.verbatim)
+	if err != nil {
+		return lr, fmt.Errorf("local exec: line %d: %w", idx+1, err)
+	}
 	dir, timeout, live := run.dir, run.timeout, run.live
 	log := s.opts.Logger
 	if run.pin != nil {
@@ -383,6 +393,16 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 	lr.UserCPU, lr.SysCPU, lr.MaxRSSBytes = usage(cmd.ProcessState)
 	lr.Stdout = outCap.String()
 	lr.Stderr = errCap.String()
+	if lr.ExitCode != 0 {
+		// A script of mlos_bench's config folder that bench does not ship:
+		// say so where the trial's failure reason shows the line's errors.
+		for _, h := range s.res.unshippedHints(line) {
+			if lr.Stderr != "" && !strings.HasSuffix(lr.Stderr, "\n") {
+				lr.Stderr += "\n"
+			}
+			lr.Stderr += h + "\n"
+		}
+	}
 	lr.Truncated = outCap.Truncated() || errCap.Truncated()
 	log.Debug("local exec: done", "line", idx+1, "exit_code", lr.ExitCode, "duration", lr.Duration,
 		"cpu_user", lr.UserCPU, "cpu_sys", lr.SysCPU, "max_rss_bytes", lr.MaxRSSBytes,

@@ -143,7 +143,7 @@ func TestLocalExecProcessEnv(t *testing.T) {
 		Dir: t.TempDir(),
 		// The script's own value loses to the trial's device.
 		Env:   map[string]string{"CUDA_VISIBLE_DEVICES": "0", "OTHER": "kept"},
-		Lines: []string{`echo "$CUDA_VISIBLE_DEVICES $BENCH_DEVICE_SLOT $OTHER"`, `sh -c 'echo "$CUDA_VISIBLE_DEVICES"'`},
+		Lines: []string{`echo "$CUDA_VISIBLE_DEVICES $BENCH_DEVICE_SLOT $OTHER"`, "printenv CUDA_VISIBLE_DEVICES"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,9 @@ func TestLocalExecRegistersLinesWithTheSampler(t *testing.T) {
 	defer s.Close()
 	ctx := services.WithSampler(context.Background(), s)
 	res, err := exe.LocalExec(ctx, services.ExecRequest{Lines: []string{
-		"sleep 0.5 & p=$!; while kill -0 $p 2>/dev/null; do :; done", "true"}})
+		// '2>/dev/null' is quoted so that the shell gets it whole: split
+		// as mlos_bench splits, 2>/dev/null would be "2 > /dev/null".
+		"sleep 0.5 & p=$!; while kill -0 $p '2>/dev/null'; do :; done", "true"}})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("exit %d: %v %s", res.ExitCode, err, res.Stderr)
 	}

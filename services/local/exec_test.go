@@ -112,7 +112,17 @@ func TestLocalExecLinesDoNotShareState(t *testing.T) {
 	}
 }
 
+// Values reach the lines through the environment only, in both ways of
+// handing lines to the shell: hostile values are never run.
 func TestLocalExecEnvironment(t *testing.T) {
+	for _, verbatim := range []bool{false, true} {
+		t.Run(fmt.Sprintf("verbatim=%t", verbatim), func(t *testing.T) {
+			testLocalExecEnvironment(t, verbatim)
+		})
+	}
+}
+
+func testLocalExecEnvironment(t *testing.T, verbatim bool) {
 	dir := t.TempDir()
 	t.Setenv("BENCH_TEST_PARENT_VAR", "from-parent")
 	t.Setenv("BENCH_TEST_OVERRIDDEN", "parent")
@@ -129,11 +139,20 @@ func TestLocalExecEnvironment(t *testing.T) {
 	var lines []string
 	for k, v := range hostile {
 		env[k] = v
-		lines = append(lines, fmt.Sprintf(`printf '%%s' "$%s" > %s.out`, k, k))
+		if verbatim {
+			lines = append(lines, fmt.Sprintf(`printf '%%s' "$%s" > %s.out`, k, k))
+		} else {
+			// The single quotes keep the double quotes for the shell.
+			lines = append(lines, fmt.Sprintf(`printf %%s '"$%s"' > %s.out`, k, k))
+		}
 	}
 	lines = append(lines, `echo "$BENCH_TEST_PARENT_VAR $BENCH_TEST_OVERRIDDEN"`)
+	if !verbatim {
+		// Unquoted for the shell: split into words, but still not run.
+		lines = append(lines, `printf '[%s]' "$SEMI" "$SUBST" > split.out`)
+	}
 	svc := newExec(t, DefaultConfig(), testOptions())
-	res := run(t, svc, services.ExecRequest{Dir: dir, Env: env, Lines: lines})
+	res := run(t, svc, services.ExecRequest{Dir: dir, Env: env, Lines: lines, Verbatim: verbatim})
 	if res.ExitCode != 0 {
 		t.Fatalf("exit code %d, stderr %q", res.ExitCode, res.Stderr)
 	}
@@ -146,10 +165,21 @@ func TestLocalExecEnvironment(t *testing.T) {
 			t.Errorf("%s arrived as %q, want %q", k, got, v)
 		}
 	}
+	if !verbatim {
+		got, err := os.ReadFile(filepath.Join(dir, "split.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "[';][touch][" + marker + ";][echo][']" +
+			"[$(touch][" + marker + ")][`touch][" + marker + "`][${HOME}]"
+		if string(got) != want {
+			t.Errorf("unquoted values: %q, want %q", got, want)
+		}
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("a value was executed: %s exists", marker)
 	}
-	if res.Stdout != "from-parent child\n" {
+	if !strings.HasPrefix(res.Stdout, "from-parent child\n") {
 		t.Errorf("stdout %q", res.Stdout)
 	}
 }
@@ -215,7 +245,9 @@ func TestLocalExecAbortOnError(t *testing.T) {
 	}
 }
 
-func TestLocalExecSearchPath(t *testing.T) {
+// With bench_shell_lines "verbatim", only the command words are
+// resolved, and quotes mean what they mean to the shell.
+func TestLocalExecSearchPathVerbatim(t *testing.T) {
 	cfgDir := t.TempDir()
 	args := "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]' \"$a\"; done; echo\n"
 	writeFile(t, filepath.Join(cfgDir, "scripts/args.sh"), args, 0o755)
@@ -232,7 +264,8 @@ func TestLocalExecSearchPath(t *testing.T) {
 		`V=local scripts/env.sh`,
 		`scripts/noexec.sh x`,
 		`scripts/bare.sh y`,
-		// mlos_bench strips these quotes and so expands $V; bench does not.
+		// mlos_bench strips these quotes and so expands $V; verbatim
+		// lines do not.
 		`echo 'x,$V'`,
 		// A quoted command word is the shell's: not resolved, not found.
 		`'scripts/args.sh' 2>/dev/null || echo not-found`,
@@ -249,9 +282,9 @@ func TestLocalExecSearchPath(t *testing.T) {
 		lines = append(lines, `scripts/args.py 'p q' "$V" | cat`)
 		want = append(want, "[p q][v a l]\n")
 	} else {
-		t.Log("python3 is not installed: .py resolution is only checked by TestRewrite")
+		t.Log("python3 is not installed: .py resolution is only checked by TestVerbatimText")
 	}
-	res := run(t, svc, services.ExecRequest{Dir: work, Env: map[string]string{"V": "v a l"}, Lines: lines})
+	res := run(t, svc, services.ExecRequest{Dir: work, Env: map[string]string{"V": "v a l"}, Lines: lines, Verbatim: true})
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d, stderr %q", res.ExitCode, res.Stderr)
 	}
@@ -386,7 +419,9 @@ func TestLocalExecBackgroundProcesses(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	res := run(t, svc, services.ExecRequest{Dir: dir, Lines: []string{
-		"sleep 1000 >/dev/null 2>&1 & echo $! > gc.pid; echo started",
+		// Quoted, so that the shell gets 2>&1 whole (split as mlos_bench
+		// splits, it would be "2 >& 1").
+		"sleep 1000 >/dev/null '2>&1' & echo $! > gc.pid; echo started",
 	}})
 	pid := readPid(t, filepath.Join(dir, "gc.pid"))
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
@@ -443,9 +478,11 @@ func TestLocalExecLargeOutputIsBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	res := run(t, svc, services.ExecRequest{
-		Dir:   t.TempDir(),
-		Live:  live,
-		Lines: []string{fmt.Sprintf("echo start; head -c %d /dev/zero | tr '\\0' x; echo; echo end", printed), "echo next"},
+		Dir:  t.TempDir(),
+		Live: live,
+		// The shell gets tr \\0 x: the single quotes only keep the
+		// backslashes from the split.
+		Lines: []string{fmt.Sprintf(`echo start; head -c %d /dev/zero | tr '\\0' x; echo; echo end`, printed), "echo next"},
 	})
 	runtime.ReadMemStats(&after)
 	l := res.Lines[0]
@@ -587,7 +624,9 @@ func TestLocalExecMarksProcessesWithTheirOwner(t *testing.T) {
 	}
 	svc := newExec(t, DefaultConfig(), testOptions())
 	res := run(t, svc, services.ExecRequest{Dir: t.TempDir(), Env: map[string]string{reaper.EnvVar: "forged"},
-		Lines: []string{`sh -c 'echo "$` + reaper.EnvVar + `"'`}})
+		// The double quotes keep the single quotes for the shell (as
+		// mlos_bench splits lines): the grandchild sh expands the name.
+		Lines: []string{`sh -c "'echo $` + reaper.EnvVar + `'"`}})
 	if got := strings.TrimSpace(res.Stdout); got != me.String() {
 		t.Errorf("a grandchild sees %s=%q, want %q", reaper.EnvVar, got, me.String())
 	}

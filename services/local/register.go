@@ -36,6 +36,7 @@ func init() {
 	services.Register(newLocalExecFromSpec, LocalExecClasses...)
 	services.Register(newTempDirContextFromSpec, TempDirContextClasses...)
 	services.Register(newLocalDirFileShareFromSpec, LocalDirFileShareClasses...)
+	services.Register(newConfigPersistenceFromSpec, ConfigPersistenceClasses...)
 }
 
 // optionsFromSpec takes the config search path from the spec.

@@ -23,7 +23,7 @@ func writeFile(t testing.TB, path, content string, mode os.FileMode) {
 	}
 }
 
-func TestRewrite(t *testing.T) {
+func TestVerbatimText(t *testing.T) {
 	first := t.TempDir()
 	second := filepath.Join(t.TempDir(), "with space")
 	writeFile(t, filepath.Join(first, "scripts/run.sh"), "#!/bin/sh\necho run\n", 0o755)
@@ -62,8 +62,8 @@ func TestRewrite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%q", tc.line), func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, r.rewrite(tc.line)); diff != "" {
-				t.Errorf("rewrite (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, r.verbatimText(tc.line)); diff != "" {
+				t.Errorf("verbatimText (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -25,12 +25,14 @@ func TestLocalExecUsage(t *testing.T) {
 		Dir: t.TempDir(),
 		Lines: []string{
 			"sleep 0.5",
-			`python3 -c 'import os
+			// The double quotes keep the single quotes for the shell
+			// (lines are split as mlos_bench splits them).
+			`python3 -c "'import os
 t = os.times().user
-while os.times().user - t < 0.6: pass'`,
+while os.times().user - t < 0.6: pass'"`,
 			// Not exec'd by the shell: python3 runs as the shell's child.
-			`true; python3 -c 'b = bytearray(200 * 1024 * 1024)
-for i in range(0, len(b), 4096): b[i] = 1'; true`,
+			`true; python3 -c "'b = bytearray(200 * 1024 * 1024)
+for i in range(0, len(b), 4096): b[i] = 1'"; true`,
 		},
 	})
 	if res.ExitCode != 0 {

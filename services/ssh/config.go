@@ -26,6 +26,19 @@ const (
 	DefaultKnownHostsPath    = "~/.ssh/known_hosts"
 )
 
+// Values of ssh_strict_host_key_checking (OpenSSH's StrictHostKeyChecking
+// names).
+const (
+	// HostKeyStrict refuses any host whose key is not in known_hosts (the
+	// default).
+	HostKeyStrict = "yes"
+	// HostKeyAcceptNew records the key of a host that known_hosts does not
+	// list yet (trust on first use), with a warning that shows its
+	// fingerprint; a key that differs from a recorded one is still
+	// refused.
+	HostKeyAcceptNew = "accept-new"
+)
+
 // Config holds the settings of SshHostService and SshFileShareService,
 // decoded from the `ssh_*` keys of the service config.
 type Config struct {
@@ -49,6 +62,9 @@ type Config struct {
 	// InsecureIgnoreHostKey accepts any host key
 	// (ssh_insecure_ignore_host_key). Every such connection logs a warning.
 	InsecureIgnoreHostKey bool
+	// StrictHostKeyChecking is HostKeyStrict or HostKeyAcceptNew
+	// (ssh_strict_host_key_checking; "" means HostKeyStrict).
+	StrictHostKeyChecking string
 	// ConnectTimeout bounds each connection attempt, TCP connect and SSH
 	// handshake (ssh_connect_timeout).
 	ConnectTimeout time.Duration
@@ -80,6 +96,7 @@ type rawConfig struct {
 	PrivKeyPath           *string          `json:"ssh_priv_key_path"`
 	KnownHostsPath        *string          `json:"ssh_known_hosts_path"`
 	InsecureIgnoreHostKey *bool            `json:"ssh_insecure_ignore_host_key"`
+	StrictHostKeyChecking *string          `json:"ssh_strict_host_key_checking"`
 	ConnectTimeout        *decode.Duration `json:"ssh_connect_timeout"`
 	Shell                 *string          `json:"ssh_shell"`
 }
@@ -143,6 +160,12 @@ func ParseConfig(m map[string]any, ref source.Ref, withShell bool) (Config, erro
 	if raw.InsecureIgnoreHostKey != nil {
 		cfg.InsecureIgnoreHostKey = *raw.InsecureIgnoreHostKey
 	}
+	if raw.StrictHostKeyChecking != nil {
+		cfg.StrictHostKeyChecking = *raw.StrictHostKeyChecking
+		if err := cfg.checkHostKeyPolicy(); err != nil {
+			return Config{}, cref.Child("ssh_strict_host_key_checking").Errorf("%v", err)
+		}
+	}
 	if raw.ConnectTimeout != nil {
 		cfg.ConnectTimeout = raw.ConnectTimeout.Std()
 		if cfg.ConnectTimeout <= 0 {
@@ -176,10 +199,33 @@ func (c Config) normalize() (Config, error) {
 	if c.Shell == "" {
 		c.Shell = d.Shell
 	}
+	if err := c.checkHostKeyPolicy(); err != nil {
+		return c, fmt.Errorf("ssh_strict_host_key_checking: %w", err)
+	}
 	if c.RequestTimeout < 0 || c.KeepaliveInterval < 0 {
 		return c, errors.New("ssh_request_timeout and ssh_keepalive_interval must not be negative")
 	}
 	return c, nil
+}
+
+// checkHostKeyPolicy checks StrictHostKeyChecking.
+func (c Config) checkHostKeyPolicy() error {
+	switch c.StrictHostKeyChecking {
+	case "", HostKeyStrict:
+		return nil
+	case HostKeyAcceptNew:
+		if c.InsecureIgnoreHostKey {
+			return errors.New(`"accept-new" checks host keys, "ssh_insecure_ignore_host_key": true skips the check: set only one of them`)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q is not a host key policy: want %q (the default: only hosts in known_hosts) or %q (record the key of a host seen for the first time)",
+		c.StrictHostKeyChecking, HostKeyStrict, HostKeyAcceptNew)
+}
+
+// acceptNew reports whether unknown hosts' keys are recorded.
+func (c Config) acceptNew() bool {
+	return c.StrictHostKeyChecking == HostKeyAcceptNew && !c.InsecureIgnoreHostKey
 }
 
 // target is where a connection goes and who it logs in as.

@@ -6,15 +6,20 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"github.com/benchtune/bench/internal/shellenv"
 	"io/fs"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
-	"github.com/benchtune/bench/internal/safeio"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/benchtune/bench/internal/safeio"
+	"github.com/benchtune/bench/internal/shellenv"
 )
 
 // HostKeyError is returned when a host's key cannot be trusted: the host is
@@ -46,6 +51,7 @@ func (e *HostKeyError) Error() string {
 	case len(e.Known) == 0:
 		return fmt.Sprintf("host key verification failed for %s: the host is not in known_hosts file %s (it offered %s). "+
 			"If you trust this host, add its key (check that the fingerprint matches the host's own first), e.g. with: %s ; "+
+			"or "+acceptNewHint+" ; "+
 			`or set "ssh_insecure_ignore_host_key": true in the SSH service config to skip the check (not recommended)`,
 			e.Addr, e.KnownHosts, offered, add)
 	default:
@@ -119,8 +125,13 @@ func (c Config) hostKeyPolicy(t target) (ssh.HostKeyCallback, []string, error) {
 	data, err := safeio.ReadFile(context.Background(), path, safeio.Limit{What: "known_hosts file"}, safeio.DefaultConfigLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if c.acceptNew() {
+				// Created with the first key recorded.
+				return c.acceptNewCallback(path), nil, nil
+			}
 			return nil, nil, fmt.Errorf("cannot verify the host key of %s: known_hosts file %s does not exist. "+
 				"Create it with the host's key (check the fingerprint first), e.g.: %s ; point ssh_known_hosts_path at another file; "+
+				"or "+acceptNewHint+" ; "+
 				`or set "ssh_insecure_ignore_host_key": true to skip the check (not recommended): %w`,
 				t.addr(), path, keyscanHint(t.host, t.port, path), err)
 		}
@@ -138,6 +149,8 @@ func (c Config) hostKeyPolicy(t target) (ssh.HostKeyCallback, []string, error) {
 		var ke *knownhosts.KeyError
 		var re *knownhosts.RevokedError
 		switch {
+		case errors.As(err, &ke) && len(ke.Want) == 0 && c.acceptNew():
+			return c.acceptNewCallback(path)(hostname, remote, key)
 		case errors.As(err, &ke):
 			return &HostKeyError{Addr: hostname, KnownHosts: path, Offered: key, Known: ke.Want}
 		case errors.As(err, &re):
@@ -162,6 +175,64 @@ func (c Config) hostKeyPolicy(t target) (ssh.HostKeyCallback, []string, error) {
 		}
 	}
 	return wrapped, algos, nil
+}
+
+// acceptNewHint tells how to turn trust on first use on.
+const acceptNewHint = `set "ssh_strict_host_key_checking": "accept-new" in the SSH service config to record the key of a host seen for the first time (trust on first use; a changed key is still refused)`
+
+// knownHostsMu serializes the recording of new host keys in this process.
+var knownHostsMu sync.Mutex
+
+// acceptNewCallback returns the callback for a host that known_hosts does
+// not list: it reads
+// the file again under a lock, in case another connection recorded the
+// host meanwhile, and otherwise appends the offered key, creating the file
+// (0600) and its folder (0700) when missing, and logs a warning with the
+// key's fingerprint.
+func (c Config) acceptNewCallback(path string) ssh.HostKeyCallback {
+	return func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		knownHostsMu.Lock()
+		defer knownHostsMu.Unlock()
+		if _, err := os.Stat(path); err == nil {
+			cb, err := knownhosts.New(path)
+			if err != nil {
+				return fmt.Errorf("known_hosts file %s: %w", path, err)
+			}
+			err = cb(hostname, remote, key)
+			var ke *knownhosts.KeyError
+			var re *knownhosts.RevokedError
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &ke) && len(ke.Want) > 0:
+				return &HostKeyError{Addr: hostname, KnownHosts: path, Offered: key, Known: ke.Want}
+			case errors.As(err, &re):
+				return &HostKeyError{Addr: hostname, KnownHosts: path, Offered: key, Revoked: true}
+			case !errors.As(err, &ke):
+				return err
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("known_hosts file %s: %w", path, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("recording the host key of %s: %w", hostname, err)
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("recording the host key of %s: %w", hostname, err)
+		}
+		line := knownhosts.Line([]string{knownhosts.Normalize(hostname)}, key) + "\n"
+		_, werr := f.WriteString(line)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("recording the host key of %s in %s: %w", hostname, path, werr)
+		}
+		slog.Warn("SSH host seen for the first time: its key is now trusted and recorded (ssh_strict_host_key_checking is accept-new); "+
+			"check that the fingerprint is the host's own", "host", hostname, "key", describeKey(key), "known_hosts", path)
+		return nil
+	}
 }
 
 func algorithmsFor(keyType string) []string {

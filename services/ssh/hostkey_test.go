@@ -311,3 +311,133 @@ func TestConnectTimeout(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Trust on first use (ssh_strict_host_key_checking: accept-new) against
+// the real sshd: the first connection records the host's key (creating
+// the file and its folder), later ones verify it, a changed key is still
+// refused, and the default still refuses an unknown host, saying how to
+// turn the mode on.
+func TestHostKeyAcceptNew(t *testing.T) {
+	e := getEnv(t)
+	real := hostKeyOf(t, e)
+	addr := "[" + e.host + "]:" + strconv.Itoa(e.port)
+	run := func(s *HostService) error {
+		t.Helper()
+		defer s.pool.dropAll() // a new connection each time
+		res, err := s.RemoteExec(context.Background(), services.RemoteExecRequest{Script: []string{"echo in"}, Params: e.params()})
+		if err == nil && res.Stdout != "in\n" {
+			t.Fatalf("RemoteExec: %+v", res)
+		}
+		return err
+	}
+	acceptNew := func(kh string) func(*Config) {
+		return func(c *Config) { c.KnownHostsPath = kh; c.StrictHostKeyChecking = HostKeyAcceptNew }
+	}
+
+	t.Run("records then verifies", func(t *testing.T) {
+		logs := captureLogs(t)
+		// ssh_known_hosts_path null, as in mlos_bench's shipped configs:
+		// the default file, ~/.ssh/known_hosts.
+		home := t.TempDir()
+		t.Setenv("HOME", home)
+		s := newHost(t, e, func(c *Config) { c.KnownHostsPath = DefaultKnownHostsPath; c.StrictHostKeyChecking = HostKeyAcceptNew })
+		if err := run(s); err != nil {
+			t.Fatalf("first connection: %v", err)
+		}
+		kh := filepath.Join(home, ".ssh", "known_hosts")
+		data, err := os.ReadFile(kh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := knownhosts.Line([]string{addr}, real) + "\n"; string(data) != want {
+			t.Errorf("known_hosts holds %q, want %q", data, want)
+		}
+		for path, mode := range map[string]os.FileMode{kh: 0o600, filepath.Dir(kh): 0o700 | os.ModeDir} {
+			if fi, err := os.Stat(path); err != nil || fi.Mode() != mode {
+				t.Errorf("%s: mode %v (%v), want %v", path, fi.Mode(), err, mode)
+			}
+		}
+		if n := logs.count(slog.LevelWarn, "SSH host seen for the first time"); n != 1 || !strings.Contains(logs.all(), ssh.FingerprintSHA256(real)) {
+			t.Errorf("%d first-use warnings, or no fingerprint; logs:\n%s", n, logs.all())
+		}
+		if err := run(s); err != nil {
+			t.Fatalf("second connection: %v", err)
+		}
+		// Checked against the recorded key: nothing is added or logged.
+		again, _ := os.ReadFile(kh)
+		if string(again) != string(data) || logs.count(slog.LevelWarn, "SSH host seen for the first time") != 1 {
+			t.Errorf("the second connection recorded the key again:\n%s\nlogs:\n%s", again, logs.all())
+		}
+		// A verified host is also verified without the mode.
+		if err := run(newHost(t, e, func(c *Config) { c.KnownHostsPath = kh })); err != nil {
+			t.Errorf("strict check against the recorded key: %v", err)
+		}
+	})
+
+	t.Run("appends to an existing file", func(t *testing.T) {
+		kh := filepath.Join(t.TempDir(), "known_hosts")
+		other := knownhosts.Line([]string{"other.example"}, otherKey(t)) + "\n"
+		if err := os.WriteFile(kh, []byte(other), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Several connections at once record the key once.
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = run(newHost(t, e, acceptNew(kh))) }()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, _ := os.ReadFile(kh)
+		if want := other + knownhosts.Line([]string{addr}, real) + "\n"; string(data) != want {
+			t.Errorf("known_hosts holds %q, want %q", data, want)
+		}
+	})
+
+	t.Run("changed key refused", func(t *testing.T) {
+		logs := captureLogs(t)
+		kh := filepath.Join(t.TempDir(), "known_hosts")
+		wrong := knownhosts.Line([]string{addr}, otherKey(t)) + "\n"
+		if err := os.WriteFile(kh, []byte(wrong), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := run(newHost(t, e, acceptNew(kh)))
+		var hk *HostKeyError
+		if err == nil || !errors.As(err, &hk) || !strings.Contains(err.Error(), "HOST KEY MISMATCH") {
+			t.Fatalf("a changed key must be refused, got %v", err)
+		}
+		if data, _ := os.ReadFile(kh); string(data) != wrong {
+			t.Errorf("known_hosts changed: %q", data)
+		}
+		if logs.count(slog.LevelWarn, "SSH host seen for the first time") != 0 {
+			t.Errorf("logs:\n%s", logs.all())
+		}
+	})
+
+	t.Run("default refuses and says how to turn it on", func(t *testing.T) {
+		dir := t.TempDir()
+		for name, content := range map[string]string{"no file": "-", "unknown host": ""} {
+			kh := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
+			if content != "-" {
+				if err := os.WriteFile(kh, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := run(newHost(t, e, func(c *Config) { c.KnownHostsPath = kh }))
+			if err == nil || !strings.Contains(err.Error(), `set "ssh_strict_host_key_checking": "accept-new" in the SSH service config`) {
+				t.Errorf("%s: error %v does not say how to trust on first use", name, err)
+			}
+			if data, _ := os.ReadFile(kh); string(data) != content && content != "-" {
+				t.Errorf("%s: known_hosts changed: %q", name, data)
+			}
+			if _, err := os.Stat(kh); content == "-" && err == nil {
+				t.Errorf("%s: the default mode created %s", name, kh)
+			}
+		}
+	})
+}

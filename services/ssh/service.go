@@ -127,6 +127,7 @@ func logConfig(cfg Config, who string) {
 		slog.Warn(InsecureNotice(who))
 	case cfg.knownHostsNull:
 		slog.Debug(who+`: "ssh_known_hosts_path": null turns host key checks off in mlos_bench, but bench still checks host keys; `+
-			`set "ssh_insecure_ignore_host_key": true to skip them`, "known_hosts", cfg.KnownHostsPath)
+			`set "ssh_strict_host_key_checking": "accept-new" to record the keys of hosts seen for the first time, `+
+			`or "ssh_insecure_ignore_host_key": true to skip the checks`, "known_hosts", cfg.KnownHostsPath)
 	}
 }

@@ -58,6 +58,18 @@ func TestParseConfig(t *testing.T) {
 		{name: "shell on a file share", in: map[string]any{"ssh_shell": "/bin/sh"}, wantErr: "at /config/ssh_shell: ssh_shell is a setting of SshHostService only"},
 		{name: "empty shell", in: map[string]any{"ssh_shell": " "}, withShell: true, wantErr: "at /config/ssh_shell: must name a shell"},
 		{name: "zero connect timeout", in: map[string]any{"ssh_connect_timeout": 0.0}, wantErr: "at /config/ssh_connect_timeout: must be a positive"},
+		{
+			name: "trust on first use",
+			in:   map[string]any{"ssh_known_hosts_path": nil, "ssh_strict_host_key_checking": "accept-new"},
+			want: func() Config { c := def; c.knownHostsNull = true; c.StrictHostKeyChecking = HostKeyAcceptNew; return c }(),
+		},
+		{name: "strict", in: map[string]any{"ssh_strict_host_key_checking": "yes"}, want: func() Config { c := def; c.StrictHostKeyChecking = HostKeyStrict; return c }()},
+		{name: "unknown host key policy", in: map[string]any{"ssh_strict_host_key_checking": "no"}, wantErr: `at /config/ssh_strict_host_key_checking: "no" is not a host key policy`},
+		{
+			name:    "accept-new with checks off",
+			in:      map[string]any{"ssh_strict_host_key_checking": "accept-new", "ssh_insecure_ignore_host_key": true},
+			wantErr: "at /config/ssh_strict_host_key_checking: \"accept-new\" checks host keys",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

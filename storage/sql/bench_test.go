@@ -59,6 +59,8 @@ func BenchmarkTrial(b *testing.B) {
 		{"sqlite-memory", func(b *testing.B) storage.Config { return storage.Config{DriverName: "sqlite", Database: ":memory:"} }, false},
 		{"postgres", func(b *testing.B) storage.Config { return freshPostgres(b) }, false},
 		{"postgres-parallel", func(b *testing.B) storage.Config { return freshPostgres(b) }, true},
+		{"mysql", func(b *testing.B) storage.Config { return freshMySQL(b) }, false},
+		{"mysql-parallel", func(b *testing.B) storage.Config { return freshMySQL(b) }, true},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {

@@ -51,8 +51,9 @@ const clockRefresh = time.Minute
 // now is the current time on the database's clock, which all the processes
 // sharing the database agree on: leases are set and compared with it. An
 // SQLite database is on this machine and shares its clock. For PostgreSQL
-// the offset of the server's clock is measured (one query) at most once
-// per clockRefresh; between measurements the local monotonic clock counts.
+// and MySQL the offset of the server's clock is measured (one query) at
+// most once per clockRefresh; between measurements the local monotonic
+// clock counts.
 func (s *Store) now(ctx context.Context) (time.Time, error) {
 	q := s.dialect.clockQuery()
 	if q == "" {
@@ -79,12 +80,12 @@ func placeholders(n int) string {
 }
 
 // Claim takes up to limit claimable trials for the view's owner. The
-// selection and the update are one statement in one write transaction:
-// on SQLite the transaction holds the database's write lock from its
-// start (BEGIN IMMEDIATE), so claims run one after the other; on
-// PostgreSQL the rows selected are locked, and rows another claim holds
-// are skipped (FOR UPDATE SKIP LOCKED), and a row another claim took in the
-// meantime no longer meets the condition when it is locked.
+// selection and the update are one statement (two on MySQL) in one write
+// transaction: on SQLite the transaction holds the database's write lock
+// from its start (BEGIN IMMEDIATE), so claims run one after the other; on
+// PostgreSQL and MySQL the rows selected are locked, and rows another claim
+// holds are skipped (FOR UPDATE SKIP LOCKED), and a row another claim took
+// in the meantime no longer meets the condition when it is locked.
 func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, error) {
 	if err := e.needOwner("claim"); err != nil {
 		return nil, err
@@ -96,27 +97,40 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 	if err != nil {
 		return nil, err
 	}
+	const pick = `SELECT trial_id FROM trial WHERE exp_id = ? AND ts_end IS NULL AND stop_requested IS NULL
+			   AND (owner IS NULL OR lease_until IS NULL OR lease_until < ?)
+			 ORDER BY trial_id LIMIT ?`
 	var out []storage.Trial
 	err = e.s.write(ctx, func(r runner) error {
 		out = nil
 		var ids []any
-		err := r.each(ctx, func(rows *dbsql.Rows) error {
+		scanID := func(rows *dbsql.Rows) error {
 			var id int
 			if err := rows.Scan(&id); err != nil {
 				return err
 			}
 			ids = append(ids, id)
 			return nil
+		}
+		var err error
+		if e.s.dialect.returning() {
 			// The candidates are picked once (a materialized CTE): PostgreSQL
 			// may otherwise evaluate a LIMIT … SKIP LOCKED subquery of an
 			// UPDATE more than once and take more than limit rows.
-		}, `WITH picked AS MATERIALIZED (
-			SELECT trial_id FROM trial WHERE exp_id = ? AND ts_end IS NULL AND stop_requested IS NULL
-			   AND (owner IS NULL OR lease_until IS NULL OR lease_until < ?)
-			 ORDER BY trial_id LIMIT ?`+e.s.dialect.skipLocked()+`)
+			err = r.each(ctx, scanID, `WITH picked AS MATERIALIZED (`+pick+e.s.dialect.skipLocked()+`)
 			UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (SELECT trial_id FROM picked)
 			RETURNING trial_id`,
-			e.info.ID, e.s.dialect.ts(now), limit, e.owner, e.s.dialect.ts(until), e.info.ID)
+				e.info.ID, e.s.dialect.ts(now), limit, e.owner, e.s.dialect.ts(until), e.info.ID)
+		} else {
+			// MySQL has no UPDATE … RETURNING: the rows picked are locked
+			// (skipping those another claim holds) until the transaction
+			// ends, then updated.
+			err = r.each(ctx, scanID, pick+e.s.dialect.skipLocked(), e.info.ID, e.s.dialect.ts(now), limit)
+			if err == nil && len(ids) > 0 {
+				_, err = r.exec(ctx, `UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (`+placeholders(len(ids))+`)`,
+					append([]any{e.owner, e.s.dialect.ts(until), e.info.ID}, ids...)...)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("storage: claim trials of %q for %q: %w", e.info.ID, e.owner, err)
 		}
@@ -356,8 +370,8 @@ func (e *experiment) RegisterWorker(ctx context.Context, runners int) error {
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		if _, err := r.exec(ctx, `INSERT INTO worker (exp_id, owner, runners, lease_until) VALUES (?, ?, ?, ?)
-			ON CONFLICT (exp_id, owner) DO UPDATE SET runners = excluded.runners, lease_until = excluded.lease_until`,
+		if _, err := r.exec(ctx, `INSERT INTO worker (exp_id, owner, runners, lease_until) VALUES (?, ?, ?, ?)`+
+			e.s.dialect.upsert("exp_id, owner", "runners", "lease_until"),
 			e.info.ID, e.owner, runners, e.s.dialect.ts(until)); err != nil {
 			return fmt.Errorf("storage: register worker %q of %q: %w", e.owner, e.info.ID, err)
 		}

@@ -34,7 +34,7 @@ const maxCachedStmts = 256
 // (preparing needs a connection, and the transaction may hold the only
 // one).
 func (r runner) stmt(ctx context.Context, q string) *dbsql.Stmt {
-	if r.tx == nil || r.db == nil {
+	if r.tx == nil || r.db == nil || !r.s.dialect.cachesStmts() {
 		return nil
 	}
 	key := stmtKey{r.db, q}
@@ -172,8 +172,30 @@ func (r runner) insertRows(ctx context.Context, table string, cols []string, row
 	return nil
 }
 
+// insertNew runs the one-row INSERT q and reports whether it stored the
+// row: false when its key (the columns cols) is already stored. MySQL
+// counts a duplicate left unchanged as a matched row (ClientFoundRows), so
+// there the plain INSERT runs and its duplicate key error, which leaves
+// the transaction going, means false.
+func (r runner) insertNew(ctx context.Context, q, cols string, args ...any) (dbsql.Result, bool, error) {
+	if _, ok := r.s.dialect.(mysqlDialect); ok {
+		res, err := r.exec(ctx, q, args...)
+		if isDupKey(err) {
+			return nil, false, nil
+		}
+		return res, err == nil, err
+	}
+	res, err := r.exec(ctx, q+r.s.dialect.ignoreDup(cols), args...)
+	if err != nil {
+		return nil, false, err
+	}
+	n, err := res.RowsAffected()
+	return res, n == 1, err
+}
+
 // write runs fn in a write transaction and commits it; any error rolls
-// everything back.
+// everything back. A transaction the database chose to roll back to
+// resolve a deadlock (MySQL) runs again, fn included.
 func (s *Store) write(ctx context.Context, fn func(r runner) error) error {
 	if err := s.ensureSchema(ctx); err != nil {
 		return err
@@ -182,7 +204,21 @@ func (s *Store) write(ctx context.Context, fn func(r runner) error) error {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
 	}
-	tx, err := s.wdb.BeginTx(ctx, nil)
+	for attempt := 1; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if err == nil || attempt == maxWriteAttempts || !s.dialect.retry(err) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Debug("storage: transaction rolled back by the database, running it again", "storage", s.describe, "attempt", attempt, "err", err)
+	}
+}
+
+// maxWriteAttempts bounds how often write runs a transaction that the
+// database rolled back.
+const maxWriteAttempts = 10
+
+func (s *Store) writeOnce(ctx context.Context, fn func(r runner) error) error {
+	tx, err := s.wdb.BeginTx(ctx, s.dialect.writeTx())
 	if err != nil {
 		return fmt.Errorf("storage: begin transaction on %s: %w", s.describe, s.scrub(err))
 	}

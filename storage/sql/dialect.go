@@ -2,15 +2,18 @@ package sql
 
 import (
 	dbsql "database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-sql-driver/mysql"
 )
 
-// dialect holds what differs between SQLite and PostgreSQL. Queries are
-// written with "?" placeholders and rebound for PostgreSQL.
+// dialect holds what differs between SQLite, PostgreSQL and MySQL.
+// Queries are written with "?" placeholders and rebound for PostgreSQL.
 type dialect interface {
 	name() string
 	rebind(q string) string
@@ -23,6 +26,26 @@ type dialect interface {
 	// readTx are the options of the transactions that only read: one
 	// consistent snapshot, no write lock.
 	readTx() *dbsql.TxOptions
+	// writeTx are the options of write transactions (nil: the driver's
+	// default). Every statement of a write transaction sees the rows
+	// committed before it started (READ COMMITTED), as the locking of
+	// insertTrial and Claim expects.
+	writeTx() *dbsql.TxOptions
+	// retry reports an error after which the whole write transaction,
+	// rolled back by the database, may simply run again (a deadlock).
+	retry(err error) bool
+	// ignoreDup is the suffix of an INSERT that skips the rows whose key
+	// (the columns cols, a primary key or unique index) is already stored.
+	// (Whether a row was inserted: runner.insertNew.)
+	ignoreDup(cols string) string
+	// upsert is the suffix of a one-row INSERT that, when the key cols is
+	// already stored, sets the columns set to the values given instead.
+	upsert(cols string, set ...string) string
+	// returning reports whether UPDATE ... RETURNING and INSERT ...
+	// RETURNING are supported.
+	returning() bool
+	// cachesStmts reports whether runner keeps prepared statements.
+	cachesStmts() bool
 	// serializesWriters reports whether the database allows a single writer.
 	serializesWriters() bool
 	// skipLocked is the suffix of a SELECT that locks the rows it returns
@@ -58,7 +81,96 @@ func (postgresDialect) readTx() *dbsql.TxOptions {
 	return &dbsql.TxOptions{ReadOnly: true, Isolation: dbsql.LevelRepeatableRead}
 }
 
+// writeTx: PostgreSQL's default isolation is READ COMMITTED.
+func (postgresDialect) writeTx() *dbsql.TxOptions { return nil }
+func (postgresDialect) retry(error) bool          { return false }
+func (postgresDialect) returning() bool           { return true }
+func (postgresDialect) cachesStmts() bool         { return true }
+func (postgresDialect) ignoreDup(cols string) string {
+	return " ON CONFLICT (" + cols + ") DO NOTHING"
+}
+func (postgresDialect) upsert(cols string, set ...string) string { return onConflictSet(cols, set) }
+
+func (sqliteDialect) writeTx() *dbsql.TxOptions { return nil }
+func (sqliteDialect) retry(error) bool          { return false }
+func (sqliteDialect) returning() bool           { return true }
+func (sqliteDialect) cachesStmts() bool         { return true }
+func (sqliteDialect) ignoreDup(cols string) string {
+	return " ON CONFLICT (" + cols + ") DO NOTHING"
+}
+func (sqliteDialect) upsert(cols string, set ...string) string { return onConflictSet(cols, set) }
+
+func onConflictSet(cols string, set []string) string {
+	parts := make([]string, len(set))
+	for i, c := range set {
+		parts[i] = c + " = excluded." + c
+	}
+	return " ON CONFLICT (" + cols + ") DO UPDATE SET " + strings.Join(parts, ", ")
+}
+
 type postgresDialect struct{}
+
+// mysqlDialect is MySQL 8 and MariaDB 10.6 or later (SKIP LOCKED), InnoDB
+// tables. Timestamps are DATETIME(6) holding UTC (the connection's time
+// zone is UTC and the driver reads and writes times in UTC).
+type mysqlDialect struct{}
+
+func (mysqlDialect) name() string            { return "mysql" }
+func (mysqlDialect) rebind(q string) string  { return q }
+func (mysqlDialect) ts(t time.Time) any      { return t.UTC() }
+func (mysqlDialect) forUpdate() string       { return " FOR UPDATE" }
+func (mysqlDialect) serializesWriters() bool { return false }
+func (mysqlDialect) skipLocked() string      { return " FOR UPDATE SKIP LOCKED" }
+func (mysqlDialect) clockQuery() string      { return "SELECT UTC_TIMESTAMP(6)" }
+func (mysqlDialect) returning() bool         { return false }
+
+// cachesStmts: a MySQL server holds at most max_prepared_stmt_count
+// (16382 by default) prepared statements for all its clients together,
+// which many bench workers with a statement cache per connection could
+// use up; the driver puts the arguments into the statement text instead
+// (interpolateParams), one round trip per statement.
+func (mysqlDialect) cachesStmts() bool { return false }
+func (mysqlDialect) readTx() *dbsql.TxOptions {
+	return &dbsql.TxOptions{ReadOnly: true, Isolation: dbsql.LevelRepeatableRead}
+}
+
+// writeTx: InnoDB's default, REPEATABLE READ, would read every plain
+// SELECT of a transaction from the snapshot of its first one, and take gap
+// locks that make concurrent inserts deadlock.
+func (mysqlDialect) writeTx() *dbsql.TxOptions {
+	return &dbsql.TxOptions{Isolation: dbsql.LevelReadCommitted}
+}
+
+// retry: InnoDB resolves a deadlock by rolling back one of the
+// transactions (error 1213), which may then run again.
+func (mysqlDialect) retry(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
+}
+
+// ignoreDup sets a key column to itself on a duplicate: the row is left
+// unchanged. (INSERT IGNORE would also turn other errors, such as a value
+// too long, into warnings.)
+func (mysqlDialect) ignoreDup(cols string) string {
+	first, _, _ := strings.Cut(cols, ",")
+	first = strings.TrimSpace(first)
+	return " ON DUPLICATE KEY UPDATE " + first + " = " + first
+}
+
+// isDupKey reports MySQL's duplicate key error (1062), which fails only
+// the statement: the transaction goes on.
+func isDupKey(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}
+
+func (mysqlDialect) upsert(_ string, set ...string) string {
+	parts := make([]string, len(set))
+	for i, c := range set {
+		parts[i] = c + " = VALUES(" + c + ")"
+	}
+	return " ON DUPLICATE KEY UPDATE " + strings.Join(parts, ", ")
+}
 
 // rebind turns the n-th "?" into "$n". The queries of this package hold no
 // "?" inside literals.
@@ -82,7 +194,7 @@ func (postgresDialect) rebind(q string) string {
 }
 
 // normTime is the form every timestamp takes before it is stored: UTC,
-// truncated to the microseconds both databases keep; zero means now.
+// truncated to the microseconds the databases keep; zero means now.
 func normTime(t time.Time) time.Time {
 	if t.IsZero() {
 		t = time.Now()
@@ -90,8 +202,8 @@ func normTime(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// dbTime scans a timestamp column: time.Time from PostgreSQL (and from
-// SQLite when the driver parses it), text from SQLite, or NULL.
+// dbTime scans a timestamp column: time.Time from PostgreSQL and MySQL
+// (and from SQLite when the driver parses it), text from SQLite, or NULL.
 type dbTime struct {
 	t     time.Time
 	valid bool
@@ -132,7 +244,7 @@ func (d *dbTime) parse(s string) error {
 	return fmt.Errorf("timestamp column: cannot parse %q", s)
 }
 
-// clean makes text storable in both databases: PostgreSQL's text columns
+// clean makes text storable in every database: PostgreSQL's text columns
 // refuse NUL bytes and invalid UTF-8, which captured output may hold.
 func clean(s string) string {
 	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {

@@ -33,19 +33,19 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 		stored  storage.ExperimentInfo
 	)
 	err = s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `INSERT INTO experiment
-			(exp_id, description, root_env_config, git_repo, git_commit, ts_start, status, driver_name, driver_pid, notes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (exp_id) DO NOTHING`,
-			info.ID, clean(info.Description), clean(info.RootEnvConfig), clean(info.GitRepo), clean(info.GitCommit),
-			s.dialect.ts(now), trial.PENDING.String(), clean(host), pid, encodeNotes(mergeNotes(nil, info.Notes)))
+		cols := "exp_id, description, root_env_config, git_repo, git_commit, notes"
+		args := []any{info.ID, clean(info.Description), clean(info.RootEnvConfig), clean(info.GitRepo), clean(info.GitCommit),
+			encodeNotes(mergeNotes(nil, info.Notes))}
+		if !s.layout.noExpRun {
+			cols += ", ts_start, status, driver_name, driver_pid"
+			args = append(args, s.dialect.ts(now), trial.PENDING.String(), s.driverName(host), pid)
+		}
+		var err error
+		_, created, err = r.insertNew(ctx, `INSERT INTO experiment (`+cols+`) VALUES (`+
+			strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")+`)`, "exp_id", args...)
 		if err != nil {
 			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("storage: create experiment %q: %w", info.ID, err)
-		}
-		created = n == 1
 		if created {
 			rows := make([][]any, len(objectives))
 			for i, o := range objectives {
@@ -54,7 +54,9 @@ func (s *Store) Experiment(ctx context.Context, info storage.ExperimentInfo) (st
 			if err := r.insertRows(ctx, "objectives", []string{"exp_id", "optimization_target", "ordinal", "optimization_direction", "weight"}, rows, ""); err != nil {
 				return err
 			}
-		} else if _, err := r.exec(ctx, `UPDATE experiment SET driver_name = ?, driver_pid = ? WHERE exp_id = ?`, clean(host), pid, info.ID); err != nil {
+		} else if s.layout.noExpRun {
+			// mlos_bench's own migration adds the driver columns.
+		} else if _, err := r.exec(ctx, `UPDATE experiment SET driver_name = ?, driver_pid = ? WHERE exp_id = ?`, s.driverName(host), pid, info.ID); err != nil {
 			return fmt.Errorf("storage: resume experiment %q: %w", info.ID, err)
 		}
 		stored, err = s.loadInfo(ctx, r, info.ID)
@@ -189,7 +191,7 @@ func scanExperiment(sc interface{ Scan(...any) error }) (storage.ExperimentInfo,
 }
 
 func (s *Store) loadInfo(ctx context.Context, r runner, id string) (storage.ExperimentInfo, error) {
-	info, err := scanExperiment(r.queryRow(ctx, `SELECT `+experimentCols+` FROM experiment WHERE exp_id = ?`, id))
+	info, err := scanExperiment(r.queryRow(ctx, `SELECT `+s.experimentCols()+` FROM experiment WHERE exp_id = ?`, id))
 	if errors.Is(err, dbsql.ErrNoRows) {
 		return info, fmt.Errorf("%w: experiment %q in %s", storage.ErrNotFound, id, s.describe)
 	}
@@ -260,7 +262,7 @@ func (s *Store) Experiments(ctx context.Context) ([]storage.ExperimentSummary, e
 			}
 			out = append(out, storage.ExperimentSummary{ExperimentInfo: info, Trials: map[trial.Status]int{}})
 			return nil
-		}, `SELECT `+experimentCols+` FROM experiment ORDER BY exp_id`)
+		}, `SELECT `+s.experimentCols()+` FROM experiment ORDER BY exp_id`)
 		if err != nil {
 			return fmt.Errorf("storage: list experiments: %w", err)
 		}
@@ -322,7 +324,12 @@ func (e *experiment) SetStatus(ctx context.Context, status trial.Status, ts time
 		end = e.s.dialect.ts(ts)
 	}
 	return e.s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `UPDATE experiment SET status = ?, ts_end = ? WHERE exp_id = ?`, status.String(), end, e.info.ID)
+		q, args := `UPDATE experiment SET status = ?, ts_end = ? WHERE exp_id = ?`, []any{status.String(), end, e.info.ID}
+		if e.s.layout.noExpRun {
+			// No status columns (mlos_bench adds them): only check it exists.
+			q, args = `UPDATE experiment SET exp_id = exp_id WHERE exp_id = ?`, []any{e.info.ID}
+		}
+		res, err := r.exec(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("storage: set status of experiment %q: %w", e.info.ID, err)
 		}

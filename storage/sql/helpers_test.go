@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/benchtune/bench/internal/testenv"
@@ -50,11 +51,19 @@ var postgresBackend = backend{
 		CREATE TRIGGER boom BEFORE INSERT ON trial_telemetry FOR EACH ROW EXECUTE FUNCTION boom()`,
 }
 
-// forEach runs test against SQLite, and against PostgreSQL when
-// BENCH_TEST_PG_URL is set (scripts/testenv/postgres.sh).
+var mysqlBackend = backend{
+	name:  "mysql",
+	fresh: freshMySQL,
+	failTelemetry: `CREATE TRIGGER boom BEFORE INSERT ON trial_telemetry FOR EACH ROW
+		BEGIN IF NEW.metric_id = 'boom' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'injected telemetry failure'; END IF; END`,
+}
+
+// forEach runs test against SQLite, against PostgreSQL when
+// BENCH_TEST_PG_URL is set (scripts/testenv/postgres.sh) and against
+// MySQL when BENCH_TEST_MYSQL_URL is set (scripts/testenv/mariadb.sh).
 func forEach(t *testing.T, test func(t *testing.T, b backend)) {
 	t.Helper()
-	for _, b := range []backend{sqliteBackend, postgresBackend} {
+	for _, b := range []backend{sqliteBackend, postgresBackend, mysqlBackend} {
 		t.Run(b.name, func(t *testing.T) { test(t, b) })
 	}
 }
@@ -92,6 +101,46 @@ func freshPostgres(t testing.TB) storage.Config {
 	})
 	cfg.Database = name
 	return cfg
+}
+
+// freshMySQL creates a database of its own on the MySQL test server.
+func freshMySQL(t testing.TB) storage.Config {
+	t.Helper()
+	cfg, err := storage.ParseURL(testenv.Get(t, "BENCH_TEST_MYSQL_URL"))
+	if err != nil {
+		t.Fatalf("BENCH_TEST_MYSQL_URL: %v", err)
+	}
+	db := mysqlAdmin(t, cfg)
+	defer db.Close()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "bench_test_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		db := mysqlAdmin(t, cfg)
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, "DROP DATABASE "+name); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	cfg.Database = name
+	return cfg
+}
+
+// mysqlAdmin connects to the MySQL test server without a database.
+func mysqlAdmin(t testing.TB, cfg storage.Config) *dbsql.DB {
+	t.Helper()
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net = cfg.Username, cfg.Password, "tcp"
+	mc.Addr = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dbsql.OpenDB(conn)
 }
 
 // open opens cfg and closes it at the end of the test.

@@ -23,6 +23,10 @@ import (
 //go:embed migrations
 var migrationsFS embed.FS
 
+// migrationFiles are the migrations the provider reads (tests swap in a
+// failing one).
+var migrationFiles fs.FS = migrationsFS
+
 const versionTable = "bench_schema_version"
 
 // migrationLockID is the PostgreSQL advisory lock that serializes bench
@@ -44,8 +48,11 @@ func (s *Store) provider() (*goose.Provider, error) {
 	case postgresDialect:
 		dir, gd = "migrations/postgres", goose.DialectPostgres
 		options = append(options, goose.WithSessionLocker(pgLocker{}))
+	case mysqlDialect:
+		dir, gd = "migrations/mysql", goose.DialectMySQL
+		options = append(options, goose.WithSessionLocker(mysqlLocker{}))
 	}
-	sub, err := fs.Sub(migrationsFS, dir)
+	sub, err := fs.Sub(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +105,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	// Two processes opening a new database at the same moment race to
 	// create the tables: the loser's statements fail because the tables
 	// appeared under it. Looking at the version again then finds the
-	// schema complete. (PostgreSQL migrations also hold an advisory lock.)
+	// schema complete. (PostgreSQL and MySQL migrations also hold a lock.)
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.migrateOnce(ctx)
-		if err == nil || errors.Is(err, storage.ErrSchemaTooNew) || attempt == 5 || ctx.Err() != nil {
+		if err == nil || errors.Is(err, storage.ErrSchemaTooNew) || errors.Is(err, ErrForeignSchema) || attempt == 5 || ctx.Err() != nil {
 			return err
 		}
 		s.log.Debug("storage: schema migration failed, retrying", "storage", s.describe, "attempt", attempt, "err", err)
@@ -118,6 +125,19 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 	if s.dialect.serializesWriters() {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
+	}
+	if err := s.migrateSchema(ctx); err != nil {
+		return err
+	}
+	return s.detectLayout(ctx)
+}
+
+// migrateSchema adopts an mlos_bench database, then applies the missing
+// migrations; goose runs each in a transaction of its own, so a failed
+// migration leaves the database at the version before it.
+func (s *Store) migrateSchema(ctx context.Context) error {
+	if err := s.adoptMlos(ctx); err != nil {
+		return err
 	}
 	current, latest, err := s.SchemaVersion(ctx)
 	if err != nil {
@@ -155,6 +175,8 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	switch s.dialect.(type) {
 	case sqliteDialect:
 		q = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+	case mysqlDialect:
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name"
 	default:
 		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
 	}
@@ -195,6 +217,41 @@ func (pgLocker) SessionUnlock(ctx context.Context, conn *dbsql.Conn) error {
 		return fmt.Errorf("release the migration lock: %w", err)
 	}
 	if !ok {
+		return errors.New("release the migration lock: it was not held")
+	}
+	return nil
+}
+
+// mysqlLocker holds a MySQL named lock (GET_LOCK, held by the connection)
+// while goose migrates, so that concurrent bench processes migrate one
+// after the other. The lock is per server, named after the database.
+type mysqlLocker struct{}
+
+var _ lock.SessionLocker = mysqlLocker{}
+
+// mysqlLockWait is how long a bench process waits for another one's
+// migration.
+const mysqlLockWait = 10 * time.Minute
+
+const mysqlLockName = "CONCAT('bench_schema_migration:', DATABASE())"
+
+func (mysqlLocker) SessionLock(ctx context.Context, conn *dbsql.Conn) error {
+	var got dbsql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+mysqlLockName+", ?)", int(mysqlLockWait.Seconds())).Scan(&got); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		return fmt.Errorf("take the migration lock: another process held it for %v", mysqlLockWait)
+	}
+	return nil
+}
+
+func (mysqlLocker) SessionUnlock(ctx context.Context, conn *dbsql.Conn) error {
+	var released dbsql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK("+mysqlLockName+")").Scan(&released); err != nil {
+		return fmt.Errorf("release the migration lock: %w", err)
+	}
+	if released.Int64 != 1 {
 		return errors.New("release the migration lock: it was not held")
 	}
 	return nil

@@ -1,18 +1,19 @@
-// Package sql stores experiments in SQLite (embedded, pure Go, the default)
-// or PostgreSQL through database/sql, with versioned schema migrations.
+// Package sql stores experiments in SQLite (embedded, pure Go, the default),
+// PostgreSQL or MySQL/MariaDB through database/sql, with versioned schema
+// migrations.
 //
-// Importing the package registers the "sqlite" and "postgresql" backends of
-// storage.Open:
+// Importing the package registers the "sqlite", "postgresql" and "mysql"
+// backends of storage.Open:
 //
 //	import _ "github.com/benchtune/bench/storage/sql"
 //
 // SQLite databases are opened in WAL mode with a busy timeout, foreign keys
 // on and write transactions that take the write lock when they begin
 // (BEGIN IMMEDIATE), so several goroutines and several processes can write
-// and read the same file at once. PostgreSQL transactions lock the rows
-// they change; creating trials locks the experiment row so that trial ids
-// stay dense across processes, and claiming trials locks the rows it takes
-// and skips those another claim holds (FOR UPDATE SKIP LOCKED).
+// and read the same file at once. PostgreSQL and MySQL transactions lock
+// the rows they change; creating trials locks the experiment row so that
+// trial ids stay dense across processes, and claiming trials locks the rows
+// it takes and skips those another claim holds (FOR UPDATE SKIP LOCKED).
 package sql
 
 import (
@@ -21,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -37,17 +40,24 @@ import (
 )
 
 func init() {
-	storage.RegisterBackend("sqlite", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
-		return Open(ctx, cfg)
-	})
-	storage.RegisterBackend("postgresql", func(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
-		return Open(ctx, cfg)
-	})
+	storage.RegisterBackend("sqlite", openStorage)
+	storage.RegisterBackend("postgresql", openStorage)
+	storage.RegisterBackend("mysql", openStorage)
+}
+
+// openStorage is Open for storage.Open: a failure is a nil Storage, not a
+// Storage holding a nil *Store (which callers would try to close).
+func openStorage(ctx context.Context, cfg storage.Config) (storage.Storage, error) {
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Store is the SQL implementation of storage.Storage.
 type Store struct {
-	db       *dbsql.DB // reads (and everything on PostgreSQL)
+	db       *dbsql.DB // reads (and everything on PostgreSQL and MySQL)
 	wdb      *dbsql.DB // write transactions and migrations
 	dialect  dialect
 	describe string
@@ -65,13 +75,14 @@ type Store struct {
 
 	schemaMu    sync.Mutex
 	schemaReady bool
+	layout      layout // what the database lacks of bench's schema, set with schemaReady
 
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*dbsql.Stmt
 	wanted map[stmtKey]bool
 
 	// clockOffset is how far the database server's clock is ahead of this
-	// machine's, measured at clockAt (PostgreSQL only; see now).
+	// machine's, measured at clockAt (PostgreSQL and MySQL; see now).
 	clockMu     sync.Mutex
 	clockOffset time.Duration
 	clockAt     time.Time
@@ -100,11 +111,22 @@ func Open(ctx context.Context, cfg storage.Config) (*Store, error) {
 		err = s.openSQLite(cfg)
 	case "postgresql":
 		err = s.openPostgres(cfg)
+	case "mysql":
+		err = s.openMySQL(cfg)
 	default:
 		err = fmt.Errorf("%w %q", storage.ErrUnsupportedDriver, cfg.DriverName)
 	}
 	if err != nil {
 		return nil, s.scrub(err)
+	}
+	// Before connect, which may switch an SQLite file to WAL mode: a
+	// database bench must not touch stays as it is. (One that does not
+	// answer is reported by connect.)
+	if s.db.PingContext(ctx) == nil {
+		if err := s.refuseForeign(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if err := s.connect(ctx); err != nil {
 		s.Close()
@@ -283,6 +305,82 @@ func (s *Store) openPostgres(cfg storage.Config) error {
 	s.db.SetMaxOpenConns(16)
 	s.db.SetMaxIdleConns(4)
 	s.db.SetConnMaxIdleTime(5 * time.Minute)
+	s.wdb = s.db
+	return nil
+}
+
+// openMySQL connects to MySQL or MariaDB. The connection is set up for the
+// schema: times are read and written in UTC (parseTime, loc=UTC and the
+// session time_zone), and the session is strict (values that do not fit
+// are errors, not truncated).
+func (s *Store) openMySQL(cfg storage.Config) error {
+	s.dialect = mysqlDialect{}
+	// The query options are parsed as a DSN without user, password or
+	// address, so that no parse error can echo the password; the rest is
+	// set on the parsed config.
+	q := url.Values{}
+	var socket string
+	for k, v := range cfg.Query {
+		switch strings.ToLower(k) {
+		case "password", "passwd", "user", "username":
+			return fmt.Errorf("%w: give the mysql %s as the %q key, not in query", storage.ErrInvalid, k, strings.ToLower(k))
+		case "unix_socket": // SQLAlchemy's MySQL drivers' name for it
+			socket = v
+			continue
+		}
+		q.Set(k, v)
+	}
+	mc, err := mysql.ParseDSN("/?" + q.Encode())
+	if err != nil {
+		return fmt.Errorf("%w: mysql connection settings: %v", storage.ErrInvalid, err)
+	}
+	if strings.TrimSpace(cfg.Database) == "" {
+		return fmt.Errorf("%w: mysql storage needs a database", storage.ErrInvalid)
+	}
+	mc.User, mc.Passwd, mc.DBName = cfg.Username, cfg.Password, cfg.Database
+	host := cfg.Host
+	if host == "" {
+		host = "localhost"
+	}
+	switch {
+	case socket != "":
+		mc.Net, mc.Addr = "unix", socket
+	case strings.HasPrefix(host, "/"):
+		mc.Net, mc.Addr = "unix", host
+	default:
+		port := cfg.Port
+		if port == 0 {
+			port = 3306
+		}
+		mc.Net, mc.Addr = "tcp", net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	if mc.Timeout == 0 {
+		mc.Timeout = 30 * time.Second
+	}
+	mc.ParseTime, mc.Loc = true, time.UTC
+	// RowsAffected counts the rows an UPDATE matched, as on the other
+	// databases, not only those whose values changed.
+	mc.ClientFoundRows = true
+	// The driver escapes the arguments into the statement (utf8mb4) rather
+	// than preparing each statement on the server (see cachesStmts).
+	mc.InterpolateParams = true
+	if mc.Params == nil {
+		mc.Params = map[string]string{}
+	}
+	mc.Params["time_zone"] = "'+00:00'"
+	mc.Params["sql_mode"] = "'TRADITIONAL,NO_ENGINE_SUBSTITUTION'"
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		return fmt.Errorf("%w: mysql connection settings: %v", storage.ErrInvalid, err)
+	}
+	s.describe = fmt.Sprintf("mysql %s@%s/%s", mc.User, mc.Addr, mc.DBName)
+	s.db = dbsql.OpenDB(conn)
+	s.db.SetMaxOpenConns(16)
+	s.db.SetMaxIdleConns(4)
+	s.db.SetConnMaxIdleTime(5 * time.Minute)
+	// Servers close connections idle longer than wait_timeout (8 hours by
+	// default); renewing them well before keeps the pool's ones alive.
+	s.db.SetConnMaxLifetime(time.Hour)
 	s.wdb = s.db
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/benchtune/bench/trial"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -879,7 +880,7 @@ func TestOpenErrors(t *testing.T) {
 		target error
 		want   string
 	}{
-		{"mysql", storage.Config{DriverName: "mysql+mysqlconnector", Database: "x", Password: "hunter2"}, storage.ErrUnsupportedDriver, `"mysql+mysqlconnector"`},
+		{"mssql", storage.Config{DriverName: "mssql+pyodbc", Database: "x", Password: "hunter2"}, storage.ErrUnsupportedDriver, `"mssql+pyodbc"`},
 		{"duckdb", storage.Config{DriverName: "duckdb", Database: "x"}, storage.ErrUnsupportedDriver, "sqlite"},
 		{"no driver", storage.Config{Database: "x"}, storage.ErrUnsupportedDriver, "no drivername"},
 		{"no create", storage.Config{DriverName: "sqlite", Database: dir + "/missing.sqlite", NoCreate: true}, storage.ErrNoDatabase, "missing.sqlite"},
@@ -887,6 +888,9 @@ func TestOpenErrors(t *testing.T) {
 		{"sqlite password", storage.Config{DriverName: "sqlite", Database: dir + "/x.sqlite", Password: "hunter2"}, storage.ErrInvalid, "no host"},
 		{"sqlite query", storage.Config{DriverName: "sqlite", Database: dir + "/x.sqlite", Query: map[string]string{"mode": "ro"}}, storage.ErrInvalid, `"mode"`},
 		{"pg password in query", storage.Config{DriverName: "postgresql", Host: "127.0.0.1", Query: map[string]string{"password": "hunter2"}}, storage.ErrInvalid, "password"},
+		{"mysql password in query", storage.Config{DriverName: "mysql+mysqlconnector", Host: "127.0.0.1", Database: "x", Query: map[string]string{"password": "hunter2"}}, storage.ErrInvalid, "password"},
+		{"mysql no database", storage.Config{DriverName: "mysql", Host: "127.0.0.1", Password: "hunter2"}, storage.ErrInvalid, "needs a database"},
+		{"mysql bad option", storage.Config{DriverName: "mysql", Host: "127.0.0.1", Database: "x", Password: "hunter2", Query: map[string]string{"timeout": "soon"}}, storage.ErrInvalid, `"soon"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -899,8 +903,11 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("error shows the password: %v", err)
 			}
 			// The same through the registry.
-			_, err = storage.Open(ctx, tc.cfg)
+			st, err := storage.Open(ctx, tc.cfg)
 			wantErr(t, err, tc.target, tc.name+" via storage.Open")
+			if st != nil {
+				t.Errorf("storage.Open failed and returned a non-nil Storage %#v", st)
+			}
 		})
 	}
 }
@@ -943,6 +950,102 @@ func TestPostgresPasswordHidden(t *testing.T) {
 		if out := fmt.Sprintf(f, cfg); strings.Contains(out, secret) {
 			t.Errorf("Sprintf(%s, cfg) shows the password: %s", f, out)
 		}
+	}
+}
+
+// TestMySQLPasswordHidden: the MySQL test server checks the password, so
+// a wrong one fails to connect; neither the right nor the wrong one shows
+// in what bench says.
+func TestMySQLPasswordHidden(t *testing.T) {
+	ctx := context.Background()
+	cfg := freshMySQL(t)
+	secret := cfg.Password
+	if secret == "" {
+		t.Fatal("BENCH_TEST_MYSQL_URL has no password")
+	}
+	cfg.DriverName = "mysql+mysqlconnector"
+	var logs logBuffer
+	cfg.Logger = logs.logger()
+	cfg.LogSQL = true
+	s := open(t, cfg)
+	newExperiment(t, s, "e")
+	want := fmt.Sprintf("mysql %s@%s:%d/%s", cfg.Username, cfg.Host, cfg.Port, cfg.Database)
+	if s.Describe() != want {
+		t.Errorf("Describe = %q, want %q", s.Describe(), want)
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the logs show the password:\n%s", logs.String())
+	}
+	const wrong = "wr0ng-Pa55"
+	bad := cfg
+	bad.Password = wrong
+	_, err := Open(ctx, bad)
+	if err == nil {
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	if strings.Contains(err.Error(), wrong) || !strings.Contains(err.Error(), "Access denied") {
+		t.Errorf("error shows the password or not the problem: %v", err)
+	}
+	bad = cfg
+	bad.Database = "no_such_db"
+	if _, err = Open(ctx, bad); err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "no_such_db") {
+		t.Errorf("Open of a missing database: %v", err)
+	}
+	closed := cfg
+	closed.Port = 1
+	closed.Query = map[string]string{"timeout": "2s"}
+	if _, err = Open(ctx, closed); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("Open on a closed port: %v", err)
+	}
+	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+		if out := fmt.Sprintf(f, cfg); strings.Contains(out, secret) {
+			t.Errorf("Sprintf(%s, cfg) shows the password: %s", f, out)
+		}
+	}
+}
+
+// TestMySQLSocket: a Unix socket is given as the host or, as SQLAlchemy's
+// MySQL drivers take it, as query.unix_socket.
+func TestMySQLSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	for _, cfg := range []storage.Config{
+		{DriverName: "mysql", Host: sock, Database: "x", Password: "hunter2"},
+		{DriverName: "mysql+pymysql", Database: "x", Password: "hunter2", Query: map[string]string{"unix_socket": sock}},
+	} {
+		_, err := Open(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "mysql @"+sock+"/x") || !strings.Contains(err.Error(), "dial unix") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%v) = %v, want a failure to dial %s", cfg, err, sock)
+		}
+	}
+}
+
+// TestMySQLSchema: the MySQL tables compare text exactly (no case folding),
+// keep long captured output whole (no 64 KiB TEXT limit) and refuse a key
+// longer than its column instead of cutting it.
+func TestMySQLSchema(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshMySQL(t))
+	a := newExperiment(t, s, "exp")
+	b := newExperiment(t, s, "EXP")
+	if a.Info().ID == b.Info().ID {
+		t.Fatal("experiments differing in case are one")
+	}
+	tr := mustTrial(t, a, map[string]string{"x": "1", "X": "2"})
+	long := strings.Repeat("0123456789abcdef", 1<<14) // 256 KiB
+	err := a.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1, "Score": 2},
+		Output: []storage.Output{{Phase: "run", Command: "cat big", Stdout: long, Stderr: "é\x00\xff"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustDetail(t, a, tr.ID)
+	if d.Params["x"] != "1" || d.Params["X"] != "2" || len(d.Results) != 2 {
+		t.Errorf("params %v, results %v", d.Params, d.Results)
+	}
+	if len(d.Output) != 1 || d.Output[0].Stdout != long || d.Output[0].Stderr != "é\uFFFD\uFFFD" {
+		t.Errorf("output not kept whole: %d bytes", len(d.Output[0].Stdout))
+	}
+	if _, _, err := s.Experiment(ctx, storage.ExperimentInfo{ID: strings.Repeat("x", 256), Objectives: []storage.Objective{{Name: "s", Direction: "min"}}}); err == nil {
+		t.Error("an experiment id longer than 255 characters was stored")
 	}
 }
 

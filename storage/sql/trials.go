@@ -146,10 +146,16 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
 	ts := tr.TsStart
-	if _, err := r.exec(ctx, `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial); err != nil {
+	q := `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
+		owner, lease, retry, reusedExp, reusedTrial}
+	if e.s.layout.noTrialRunner {
+		q = `INSERT INTO trial (exp_id, trial_id, config_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		args = slices.Delete(args, 3, 4)
+	}
+	if _, err := r.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
@@ -197,8 +203,7 @@ func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.Tria
 
 // configID finds the configuration stored under hash, or stores it.
 func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
-	var id int64
-	err := r.queryRow(ctx, `INSERT INTO config (config_hash) VALUES (?) ON CONFLICT (config_hash) DO NOTHING RETURNING config_id`, hash).Scan(&id)
+	id, err := e.insertConfig(ctx, r, hash)
 	if err == nil {
 		rows := make([][]any, 0, len(params))
 		for _, k := range sortedKeys(params) {
@@ -233,14 +238,37 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 	return id, nil
 }
 
+// insertConfig stores a new configuration hash and returns its id, or
+// dbsql.ErrNoRows when the hash is already stored.
+func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (int64, error) {
+	q := `INSERT INTO config (config_hash) VALUES (?)`
+	if e.s.dialect.returning() {
+		var id int64
+		err := r.queryRow(ctx, q+e.s.dialect.ignoreDup("config_hash")+` RETURNING config_id`, hash).Scan(&id)
+		return id, err
+	}
+	res, inserted, err := r.insertNew(ctx, q, "config_hash", hash)
+	if err != nil {
+		return 0, err
+	}
+	if !inserted {
+		return 0, dbsql.ErrNoRows
+	}
+	return res.LastInsertId()
+}
+
 // addHistory adds status changes at ts, in order, to a trial's history.
 func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...trial.Status) error {
 	rows := make([][]any, len(statuses))
 	for i, st := range statuses {
-		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(ts), st.String()}
+		at := ts
+		if e.s.layout.mlos {
+			// mlos_bench keeps one status per timestamp.
+			at = ts.Add(time.Duration(i) * time.Microsecond)
+		}
+		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(at), st.String()}
 	}
-	if err := r.insertRows(ctx, "trial_status", []string{"exp_id", "trial_id", "ts", "status"}, rows,
-		" ON CONFLICT (exp_id, trial_id, ts, status) DO NOTHING"); err != nil {
+	if err := r.insertRows(ctx, "trial_status", []string{"exp_id", "trial_id", "ts", "status"}, rows, e.s.historyConflict()); err != nil {
 		return fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	return nil
@@ -291,8 +319,13 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{runnerID, e.info.ID, trialID}, condArgs...)...)
+		q, args := `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{runnerID, e.info.ID, trialID}, condArgs...)
+		if e.s.layout.noTrialRunner {
+			// No trial_runner_id column (mlos_bench adds it): the same checks.
+			q, args = `UPDATE trial SET exp_id = exp_id WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, args[1:]
+		}
+		res, err := r.exec(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("storage: assign trial %d of %q to runner %d: %w", trialID, e.info.ID, runnerID, err)
 		}
@@ -460,7 +493,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) err
 		return err
 	}
 	if err := r.insertRows(ctx, "trial_telemetry", []string{"exp_id", "trial_id", "ts", "metric_id", "metric_value"}, fin.telemetry,
-		" ON CONFLICT (exp_id, trial_id, ts, metric_id) DO NOTHING"); err != nil {
+		e.s.dialect.ignoreDup("exp_id, trial_id, ts, metric_id")); err != nil {
 		return err
 	}
 	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
@@ -562,7 +595,7 @@ const trialCols = `t.trial_id, t.config_id, c.config_hash, t.trial_runner_id, t.
 // selects, ordered by id, at most limit of them (0: all), with their
 // parameters, metadata and, when finished, results.
 func (e *experiment) loadTrials(ctx context.Context, r runner, where string, args []any, limit int) ([]storage.Trial, error) {
-	q := `SELECT ` + trialCols + ` FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ? AND ` + where + ` ORDER BY t.trial_id`
+	q := `SELECT ` + e.s.trialCols() + ` FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ? AND ` + where + ` ORDER BY t.trial_id`
 	qargs := append([]any{e.info.ID}, args...)
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
@@ -740,7 +773,7 @@ func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetai
 			}
 			d.History = append(d.History, storage.StatusChange{Ts: ts.t, Status: st})
 			return nil
-		}, `SELECT ts, status FROM trial_status WHERE exp_id = ? AND trial_id = ? ORDER BY id`, key...)
+		}, `SELECT ts, status FROM trial_status WHERE exp_id = ? AND trial_id = ? ORDER BY `+e.s.historyOrder(), key...)
 		if err != nil {
 			return fmt.Errorf("storage: load status history of trial %d: %w", trialID, err)
 		}
