@@ -233,6 +233,22 @@ func New(ctx context.Context, spec Spec) (any, error) {
 	return svc, nil
 }
 
+// ErrNeedsService is wrapped (NeedsService) by the error of a service
+// whose own config is fine but that needs another service below it in the
+// stack (an Azure service without an authentication service before it).
+// bench validate of that service's file alone warns instead of failing: in
+// a run, the services listed before it provide it.
+var ErrNeedsService = errors.New("needs another service below it")
+
+// NeedsService marks err as ErrNeedsService, keeping its text and what it
+// wraps.
+func NeedsService(err error) error { return needsService{err} }
+
+type needsService struct{ error }
+
+func (e needsService) Unwrap() error        { return e.error }
+func (e needsService) Is(target error) bool { return target == ErrNeedsService }
+
 // Stack is a layered set of services. Lookups search the newest layer
 // first, then its parents, so later services override earlier ones.
 type Stack struct {

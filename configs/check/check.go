@@ -25,6 +25,7 @@ import (
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/schemas"
+	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -536,7 +537,18 @@ func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, f
 	if err == nil {
 		return
 	}
-	if key := globalKey(err); key != "" && kind != schemas.Environment {
+	if errors.Is(err, services.ErrNeedsService) {
+		// Checked alone, a service lacks the services a run lists
+		// before it.
+		var se *source.Error
+		if errors.As(err, &se) {
+			p := problemOf(file, string(kind), se)
+			p.Message = "warning: " + p.Message + " (checked without the services a run lists before it)"
+			rep.warn(p)
+			return
+		}
+	}
+	if key := globalKey(err); key != "" && (kind != schemas.Environment || inOtherFile(err, file)) {
 		if _, given := base.Globals[key]; !given {
 			// A run's globals override the keys a config has (as in
 			// mlos_bench): a placeholder there is fine when they give it.
@@ -549,6 +561,13 @@ func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, f
 		}
 	}
 	rep.addErr(file, string(kind), err)
+}
+
+// inOtherFile tells whether a located error is in a file other than file
+// (a service an environment includes).
+func inOtherFile(err error, file string) bool {
+	var se *source.Error
+	return errors.As(err, &se) && se.File != "" && absPath(se.File) != absPath(file)
 }
 
 // configKey matches the path of a value in a class's config object.

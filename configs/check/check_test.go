@@ -448,3 +448,33 @@ func TestOnceRelative(t *testing.T) {
 		t.Errorf("want one problem in tunables.jsonc: %v", rep.Problems)
 	}
 }
+
+// TestNeedsService: a service that needs another below it (an Azure
+// service without an authentication service) is a warning when its file
+// is checked alone, and an error in a CLI config that lists nothing
+// before it, as bench run says.
+func TestNeedsService(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"svc/saas.jsonc": `{"class": "mlos_bench.services.remote.azure.AzureSaaSConfigService", "config": {"subscription": "sub", "resourceGroup": "rg", "provider": "Microsoft.DBforMySQL"}}`,
+		"env.jsonc":      localEnv,
+		"tunables.jsonc": tunablesFile,
+		"cli.jsonc":      `{"environment": "env.jsonc", "storage": "storage/in-memory.jsonc", "services": ["svc/saas.jsonc"]}`,
+	})
+	rep, err := (&Checker{}).Run([]string{filepath.Join(dir, "svc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "needs an authentication service") {
+		t.Errorf("alone: %v %v", rep.Problems, rep.Warnings)
+	}
+	cli := filepath.Join(dir, "cli.jsonc")
+	rep, err = (&Checker{}).Run([]string{cli})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := runError(t, cli)
+	if rep.OK() || runErr == nil || !strings.Contains(runErr.Error(), rep.Problems[0].Message) {
+		t.Errorf("in a CLI config: %v, run: %v", rep.Problems, runErr)
+	}
+}
