@@ -517,6 +517,9 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 		globals.Set("num_trial_runners", *a.NumTrialRunners)
 	}
 	if n, _ := globals.Get("num_trial_runners"); !isPositiveInt(n) {
+		if ref, ok := l.GlobalRefs["num_trial_runners"]; ok && a.NumTrialRunners == nil {
+			return nil, ref.Errorf("invalid num_trial_runners %v: it must be an integer >= 1", PyStr(n))
+		}
 		return nil, usagef("invalid num_trial_runners %v: it must be an integer >= 1", PyStr(n))
 	}
 	globals.SetDefault("trial_id", int64(1))

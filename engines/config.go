@@ -2,6 +2,7 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -74,9 +75,16 @@ type Params struct {
 	// Globals are the experiment's globals (credentials for the engine's
 	// own service: AWS, SSH keys). Never put them in a request.
 	Globals map[string]any
+	// ValidateOnly: the engine is built for bench validate and will not
+	// run anything. The factory checks what it checks for a run and
+	// creates nothing (no work folder, no connection, no job).
+	ValidateOnly bool
 }
 
-// Factory builds an engine.
+// Factory builds an engine. It is the engine class's validate step: bench
+// validate and bench run both call it before the first trial, so it checks
+// the whole config; work folders, connections and jobs belong to first
+// use, or are skipped when Params.ValidateOnly is set.
 type Factory func(ctx context.Context, p Params) (Engine, error)
 
 var factories = map[string]Factory{}
@@ -111,7 +119,7 @@ type Spec struct {
 func New(ctx context.Context, spec Spec, p Params) (Engine, error) {
 	f, ok := factories[spec.Class]
 	if !ok {
-		return nil, fmt.Errorf("unknown engine class %q; known classes: %s", spec.Class, strings.Join(Classes(), ", "))
+		return nil, unknownClass(spec.Class)
 	}
 	own := map[string]any{}
 	common := map[string]any{}
@@ -140,6 +148,25 @@ func New(ctx context.Context, spec Spec, p Params) (Engine, error) {
 
 func commonKeys() map[string]bool {
 	return map[string]bool{"bench": true, "workdir": true, "poll_interval": true, "hang_timeout": true, "max_relaunches": true, "lost_after": true}
+}
+
+// ErrUnknownClass is wrapped by the error of an engine class that is not
+// registered.
+var ErrUnknownClass = errors.New("unknown engine class")
+
+func unknownClass(class string) error {
+	return fmt.Errorf("%w %q; known classes: %s", ErrUnknownClass, class, strings.Join(Classes(), ", "))
+}
+
+// Check is the part of an engine's validate step that bench validate
+// shares with New, without connecting to anything: the class is known and
+// the common keys decode.
+func Check(spec Spec) error {
+	if _, ok := factories[spec.Class]; !ok {
+		return unknownClass(spec.Class)
+	}
+	_, err := CommonOf(spec)
+	return err
 }
 
 // CommonOf decodes the common keys of an engine config, defaults filled in.

@@ -3,6 +3,8 @@ package environments
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"sort"
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/json5"
@@ -84,6 +86,27 @@ func NewBase(spec Spec) (*Base, error) {
 		}
 	}
 	req = append(req, CommonArgs...)
+	if spec.Builder != nil && spec.Builder.MissingArgs != nil {
+		// bench validate of an environment alone: say which args have no
+		// value yet (the globals of a run may give them) and go on.
+		var missing []string
+		for _, k := range req {
+			if _, ok := globals[k]; !ok && !b.constArgs.Has(k) && !slices.Contains(missing, k) {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			at := cfgRef.Child("required_args")
+			if at.Node() == nil {
+				at = spec.Ref
+			}
+			spec.Builder.MissingArgs(who, at, missing)
+			for _, k := range missing {
+				globals[k] = nil
+			}
+		}
+	}
 	if err := configs.MergeOrdered(b.constArgs, globals, req, who); err != nil {
 		if ref := cfgRef.Child("required_args"); ref.Node() != nil {
 			return nil, ref.Errorf("%v", err)

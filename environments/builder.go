@@ -3,7 +3,6 @@ package environments
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -22,6 +21,20 @@ import (
 // children of composites are built with the parent's const_args.
 type Builder struct {
 	Loader *configs.Loader
+	// ValidateOnly builds for bench validate: the same constructors run
+	// with the same checks, and they are told (services.Spec.ValidateOnly,
+	// Spec.ValidateOnly) to create nothing outside the process (no
+	// folders, connections or processes).
+	ValidateOnly bool
+	// MissingArgs, when set, is told about the required args that nothing
+	// provides (all of them, by environment) instead of the build failing
+	// at the first: bench validate of an environment file alone, whose
+	// globals arrive only at run time. The build goes on without them.
+	MissingArgs func(who string, at source.Ref, names []string)
+	// Warn, when set, is told what constructors find suspicious but a run
+	// accepts (bench validate prints them as warnings): a script file
+	// that is not on the search path.
+	Warn func(at source.Ref, msg string)
 
 	mu     sync.Mutex
 	stacks []*services.Stack
@@ -53,7 +66,7 @@ func (b *Builder) forStack(stack *services.Stack) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{Loader: l, owner: b.root()}, nil
+	return &Builder{Loader: l, owner: b.root(), ValidateOnly: b.ValidateOnly, MissingArgs: b.MissingArgs, Warn: b.Warn}, nil
 }
 
 // searchPath is the search path services built on parent use: that of the
@@ -161,12 +174,13 @@ func (b *Builder) buildService(ctx context.Context, ref source.Ref, globals Para
 		return nil, err
 	}
 	svc, err := services.New(ctx, services.Spec{
-		Class:      classNode.Str,
-		Config:     cfg,
-		Globals:    maps.Clone(globals),
-		Parent:     parent,
-		SearchPath: b.searchPath(parent),
-		Ref:        ref,
+		Class:        classNode.Str,
+		Config:       cfg,
+		Globals:      maps.Clone(globals),
+		Parent:       parent,
+		SearchPath:   b.searchPath(parent),
+		Ref:          ref,
+		ValidateOnly: b.ValidateOnly,
 	})
 	if err != nil {
 		var se *source.Error
@@ -206,12 +220,18 @@ func (b *Builder) LoadTunables(specs []string, parent *tunables.Groups) (*tunabl
 
 // LoadEnvironment reads an environment config (a path or inline JSON) and
 // builds it.
-func (b *Builder) LoadEnvironment(ctx context.Context, spec string, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string) (Environment, error) {
+// at, when given, is where a config names spec: a cyclic include is
+// reported there.
+func (b *Builder) LoadEnvironment(ctx context.Context, spec string, tun *tunables.Groups, globals, parentArgs Params, svc *services.Stack, chain []string, at ...source.Ref) (Environment, error) {
 	if !configs.IsInline(spec) {
 		resolved := b.Loader.Resolve(spec)
 		for _, f := range chain {
 			if f == resolved {
-				return nil, fmt.Errorf("cyclic include of environment configs: %s", strings.Join(append(chain, resolved), " -> "))
+				msg := "cyclic include of environment configs: " + strings.Join(append(chain, resolved), " -> ")
+				if len(at) > 0 && at[0].Doc != nil {
+					return nil, at[0].Errorf("%s", msg)
+				}
+				return nil, errors.New(msg)
 			}
 		}
 		chain = append(append([]string(nil), chain...), resolved)
@@ -277,7 +297,7 @@ func (b *Builder) BuildEnvironment(ctx context.Context, ref source.Ref, tun *tun
 	env, err := ctor(ctx, Spec{
 		Name: name.Str, Class: class.Str, Config: cfg, Ref: ref,
 		Globals: globals, ParentArgs: parentArgs, Tunables: tun,
-		Services: svc, Builder: envBuilder, Chain: chain,
+		Services: svc, Builder: envBuilder, Chain: chain, ValidateOnly: b.ValidateOnly,
 	})
 	if err != nil {
 		var se *source.Error

@@ -33,9 +33,16 @@ type Spec struct {
 	// Chain lists the config files being built, outermost first (to detect
 	// cyclic includes).
 	Chain []string
+	// ValidateOnly: the environment is built for bench validate and will
+	// not run; the constructor checks everything it checks for a run and
+	// creates nothing outside the process (see Builder.ValidateOnly).
+	ValidateOnly bool
 }
 
-// Constructor builds an environment from its spec.
+// Constructor builds an environment from its spec. It is the class's
+// validate step: bench validate and bench run both call it, before the
+// first trial, so it checks the whole config; it starts nothing (that is
+// Setup's work), see Spec.ValidateOnly.
 type Constructor func(ctx context.Context, spec Spec) (Environment, error)
 
 var registry = internalregistry.New[Constructor]("environments")

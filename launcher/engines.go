@@ -59,24 +59,17 @@ func EngineSpec(l *configs.Launch, v any) (engines.Spec, source.Ref, error) {
 // per slot.
 func (r *Run) engineRunners(ctx context.Context, cfg schedulers.Config, owner string, log *slog.Logger) ([]schedulers.Runner, error) {
 	l := r.Launch
-	spec, ref, err := EngineSpec(l, cfg.Engine)
-	if err != nil {
-		return nil, err
+	if r.engine == nil {
+		if err := r.newEngine(ctx, cfg, false); err != nil {
+			return nil, err
+		}
 	}
+	eng, spec := r.engine, r.engineSpec
 	dir, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
 	dir, _ = filepath.Abs(dir)
-	p := engines.Params{Slots: cfg.NumTrialRunners, Dir: dir, ExperimentID: r.ExperimentID, Globals: l.Globals}
-	eng, err := engines.New(ctx, spec, p)
-	if err != nil {
-		if ref.Doc != nil {
-			return nil, ref.Child("config").Errorf("%v", err)
-		}
-		return nil, err
-	}
-	r.engine = eng
 	var argv []string
 	if l.Args != nil {
 		argv = engines.SafeArgs(l.Args.Argv)
@@ -91,4 +84,32 @@ func (r *Run) engineRunners(ctx context.Context, cfg schedulers.Config, owner st
 		out = append(out, er)
 	}
 	return out, nil
+}
+
+// newEngine builds the engine of the scheduler config (provision's step:
+// bench validate builds it with ValidateOnly, which creates nothing).
+func (r *Run) newEngine(ctx context.Context, cfg schedulers.Config, validateOnly bool) error {
+	l := r.Launch
+	spec, ref, err := EngineSpec(l, cfg.Engine)
+	if err != nil {
+		return err
+	}
+	if err := checkEngine(spec, ref); err != nil {
+		return err
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	dir, _ = filepath.Abs(dir)
+	p := engines.Params{Slots: cfg.NumTrialRunners, Dir: dir, ExperimentID: r.ExperimentID, Globals: l.Globals, ValidateOnly: validateOnly}
+	eng, err := engines.New(ctx, spec, p)
+	if err != nil {
+		if ref.Doc != nil {
+			return ref.Child("config").Errorf("%v", err)
+		}
+		return err
+	}
+	r.engine, r.engineSpec = eng, spec
+	return nil
 }

@@ -55,12 +55,14 @@ type Run struct {
 	// not asked for).
 	CgroupNote string
 
-	schedulerHasID bool // the scheduler config file sets experiment_id
+	schedulerHasID bool             // the scheduler config file sets experiment_id
+	optimizerSpace *tunables.Groups // the tunables the optimizer was built with
 
-	engine   engines.Engine // nil: trials run in this process
-	builders []*environments.Builder
-	bases    []*services.Stack // the LocalExecService layer under each runner's services
-	log      *slog.Logger
+	engine     engines.Engine // nil: trials run in this process
+	engineSpec engines.Spec
+	builders   []*environments.Builder
+	bases      []*services.Stack // the LocalExecService layer under each runner's services
+	log        *slog.Logger
 }
 
 // Options tune Build.
@@ -91,9 +93,10 @@ type Options struct {
 // LocalExecService under the configured services).
 const localExecClass = "mlos_bench.services.local.local_exec.LocalExecService"
 
-// Build assembles the experiment described by l. Storage is opened (and
-// the experiment created or resumed) last, so that a broken config never
-// touches stored results.
+// Build assembles the experiment described by l. Everything a config can
+// get wrong is checked first, by the same steps bench validate runs
+// (provision); storage is opened (and the experiment created or resumed)
+// after, so that a broken config never touches stored results.
 func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -107,7 +110,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		}
 	}()
 	if l.Environment == "" {
-		return nil, &configs.UsageError{Msg: "no environment config: give --environment FILE or set \"environment\" in the --config file"}
+		return nil, noEnvironment(l)
 	}
 	r.RootEnv = l.Loader.Resolve(l.Environment)
 	// Asking git about the root config's repository starts processes: do it
@@ -120,58 +123,23 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		g.repo, g.commit = gitInfo(rootEnv)
 		gitDone <- g
 	}()
-
-	schedCfg, err := r.schedulerConfig()
+	storageCfg, err := r.provision(ctx, o, nil)
 	if err != nil {
 		return nil, err
 	}
-	if o.AdjustScheduler != nil {
-		o.AdjustScheduler(&schedCfg)
-	}
-	r.SchedulerConfig = schedCfg
-	localRunners := schedCfg.NumTrialRunners
-	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive {
-		// The trials run on the engine, or by hand; one local copy of the
-		// environment gives the tunables and checks the configs.
-		localRunners = 1
-	}
-	for id := 1; id <= localRunners; id++ {
-		lr, err := r.BuildRunner(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		r.Runners = append(r.Runners, lr)
-	}
+	schedCfg := r.SchedulerConfig
 	if schedCfg.Cgroups != "off" && schedCfg.Engine == nil {
 		if err := r.attachCgroups(schedCfg.Cgroups); err != nil {
 			return nil, err
 		}
 	}
-
-	r.SecurityNotices = r.Notices()
-	if r.Tunables, err = r.initialTunables(); err != nil {
-		return nil, err
-	}
-	if r.Optimizer, err = r.buildOptimizer(); err != nil {
-		return nil, err
-	}
-	if o.Optimizer != nil {
-		if r.Optimizer, err = o.Optimizer(r, r.Optimizer); err != nil {
-			return nil, err
-		}
-	}
-	if l.Globals["experiment_id"] == nil && !r.schedulerHasID {
-		schedCfg.ExperimentID = defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv)
-		r.SchedulerConfig.ExperimentID = schedCfg.ExperimentID
-	}
-	r.ExperimentID = schedCfg.ExperimentID
-	pool, err := devicePool(ctx, schedCfg)
+	pool, err := devicePool(ctx, schedCfg, false)
 	if err != nil {
-		return nil, err
+		return nil, locateGlobal(l, "gpus", err)
 	}
 
-	if r.Storage, err = OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false); err != nil {
-		return nil, l.LocateNotFound(err, "storage")
+	if r.Storage, err = storage.Open(ctx, storageCfg); err != nil {
+		return nil, err
 	}
 	info := storage.ExperimentInfo{
 		ID:            r.ExperimentID,
@@ -245,6 +213,68 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	return r, nil
 }
 
+// provision builds and checks everything of the run that a config decides,
+// in order: the scheduler config, the trial runners' environments and
+// their services, the initial tunable values, the optimizer, the engine
+// config and the storage config (returned, not opened). bench run (Build)
+// and bench validate (Validate, v set: validate-only, one runner) share
+// it, so that what validate passes, run accepts.
+func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (storage.Config, error) {
+	l := r.Launch
+	schedCfg, err := r.schedulerConfig()
+	if err != nil {
+		return storage.Config{}, err
+	}
+	if o.AdjustScheduler != nil {
+		o.AdjustScheduler(&schedCfg)
+	}
+	r.SchedulerConfig = schedCfg
+	localRunners := schedCfg.NumTrialRunners
+	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive || v != nil {
+		// The trials run on the engine, or by hand; one local copy of the
+		// environment gives the tunables and checks the configs.
+		localRunners = 1
+	}
+	for id := 1; id <= localRunners; id++ {
+		lr, err := r.buildRunner(ctx, id, v)
+		if err != nil {
+			return storage.Config{}, err
+		}
+		r.Runners = append(r.Runners, lr)
+	}
+	r.SecurityNotices = r.Notices()
+	if r.Tunables, err = r.initialTunables(); err != nil {
+		return storage.Config{}, err
+	}
+	if r.Optimizer, err = r.buildOptimizer(); err != nil {
+		return storage.Config{}, err
+	}
+	if o.Optimizer != nil {
+		if r.Optimizer, err = o.Optimizer(r, r.Optimizer); err != nil {
+			return storage.Config{}, err
+		}
+	}
+	if l.Globals["experiment_id"] == nil && !r.schedulerHasID {
+		schedCfg.ExperimentID = defaultExperimentID(r.Runners[0].Env.Name(), r.RootEnv)
+		r.SchedulerConfig.ExperimentID = schedCfg.ExperimentID
+	}
+	r.ExperimentID = schedCfg.ExperimentID
+	if schedCfg.Engine != nil {
+		if err := r.newEngine(ctx, schedCfg, v != nil); err != nil {
+			return storage.Config{}, err
+		}
+	}
+	if v != nil {
+		// A run builds the device slots after this step; their config is
+		// checked here (without asking nvidia-smi for "all").
+		if _, err := devicePool(ctx, schedCfg, true); err != nil {
+			return storage.Config{}, locateGlobal(l, "gpus", err)
+		}
+	}
+	cfg, err := StorageConfig(l.Loader, l.Storage, l.Globals)
+	return cfg, l.LocateNotFound(err, "storage")
+}
+
 // attachCgroups gives each runner a cgroup v2 group (cgroups "auto" or
 // "on"); "auto" goes on without them, saying why.
 func (r *Run) attachCgroups(mode string) error {
@@ -274,10 +304,21 @@ func (r *Run) attachCgroups(mode string) error {
 // runner id and returns a runner over it (bench run builds one per
 // num_trial_runners; bench exec-trial builds one).
 func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner, error) {
+	return r.buildRunner(ctx, id, nil)
+}
+
+func (r *Run) buildRunner(ctx context.Context, id int, v *ValidateOptions) (*schedulers.LocalRunner, error) {
 	l := r.Launch
 	globals := maps.Clone(l.Globals)
 	globals["trial_runner_id"] = int64(id)
 	b := environments.NewBuilder(l.Loader)
+	if v != nil {
+		b.ValidateOnly = true
+		b.MissingArgs = v.MissingArgs
+		if warn := v.Warn; warn != nil {
+			b.Warn = func(at source.Ref, msg string) { warn(at.Errorf("%s", msg)) }
+		}
+	}
 	r.builders = append(r.builders, b)
 	stack, err := r.baseServices(ctx, b, globals)
 	if err != nil {
@@ -333,7 +374,7 @@ func addEnvSecrets(s *configs.Secrets, env environments.Environment) error {
 // baseServices builds the LocalExecService every stack starts with, then
 // the services of the CLI config and --service, in order.
 func (r *Run) baseServices(ctx context.Context, b *environments.Builder, globals map[string]any) (*services.Stack, error) {
-	local, err := services.New(ctx, services.Spec{Class: localExecClass, Config: map[string]any{}, Globals: globals, SearchPath: r.Launch.Loader.Paths()})
+	local, err := services.New(ctx, services.Spec{Class: localExecClass, Config: map[string]any{}, Globals: globals, SearchPath: r.Launch.Loader.Paths(), ValidateOnly: b.ValidateOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +466,7 @@ func (r *Run) buildOptimizer() (optimizers.Optimizer, error) {
 		}
 		spec.Tunables = tun
 	}
+	r.optimizerSpace = spec.Tunables
 	return optimizers.New(spec)
 }
 
@@ -508,7 +550,8 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 }
 
 // StorageConfig reads the storage config spec names (default: the SQLite
-// file bench.sqlite) with the globals merged in.
+// file bench.sqlite) with the globals merged in, and checks it
+// (storage.Check).
 func StorageConfig(loader *configs.Loader, spec string, globals map[string]any) (storage.Config, error) {
 	cfg := storage.DefaultConfig()
 	if spec != "" {
@@ -536,6 +579,11 @@ func StorageConfig(loader *configs.Loader, spec string, globals map[string]any) 
 		}
 		if cfg, err = storage.DecodeConfig(class, m); err != nil {
 			return cfg, doc.Errorf([]string{"config"}, "%v", err)
+		}
+		if err := storage.Check(cfg); err != nil {
+			e := doc.Errorf([]string{"config", "drivername"}, "")
+			e.Err = err
+			return cfg, e
 		}
 	}
 	return cfg, nil
@@ -588,13 +636,29 @@ func Getwd() string {
 	return wd
 }
 
+// locateGlobal places err at the config file line that set the global
+// key, when a file did (not the command line).
+func locateGlobal(l *configs.Launch, key string, err error) error {
+	ref, ok := l.GlobalRefs[key]
+	if !ok || ref.Doc == nil {
+		return err
+	}
+	e := ref.Errorf("")
+	e.Err = err
+	return e
+}
+
 // devicePool builds the device slots the scheduler config asks for: GPUs
-// from a list (or every GPU nvidia-smi finds, for "all"), CPU slots.
-func devicePool(ctx context.Context, cfg schedulers.Config) (*devices.Pool, error) {
+// from a list (or every GPU nvidia-smi finds, for "all"), CPU slots. With
+// validateOnly, "all" is not looked up (no GPU then).
+func devicePool(ctx context.Context, cfg schedulers.Config, validateOnly bool) (*devices.Pool, error) {
 	dc := devices.Config{GPUsPerTrial: cfg.GPUsPerTrial, CPUSlots: cfg.CPUSlots, CoresPerSlot: cfg.CoresPerSlot, PinCores: cfg.PinCores}
 	switch strings.ToLower(cfg.GPUs) {
 	case "", "none":
 	case "all", "auto":
+		if validateOnly {
+			break
+		}
 		gpus, err := devices.DetectGPUs(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("gpus %q: %w", cfg.GPUs, err)

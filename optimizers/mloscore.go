@@ -83,7 +83,11 @@ func newMlosCore(spec Spec) (Optimizer, error) {
 		return nil, cref.Child("optimizer_type").Errorf("unknown optimizer_type %q: want FLAML, SMAC or RANDOM", kind)
 	}
 	if v, ok := cfg["space_adapter_type"]; ok && v != nil && v != "IDENTITY" {
-		return nil, cref.Child("space_adapter_type").Errorf("space_adapter_type %v is not supported by bench (only IDENTITY)", v)
+		msg := fmt.Sprintf("space_adapter_type %v is not supported by bench (only IDENTITY)", v)
+		if v == "LLAMATUNE" {
+			msg += ": LlamaTune's low-dimensional projection of the search space and its biasing of special values are not implemented; remove space_adapter_type to tune the full space (see docs/optimizers.md)"
+		}
+		return nil, cref.Child("space_adapter_type").Errorf("%s", msg)
 	}
 	b, err := NewBase("MlosCoreOptimizer:"+kind, spec)
 	if err != nil {

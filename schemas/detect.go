@@ -25,7 +25,7 @@ import (
 //     "cost" (a covariant tunable group) -> tunable-params; "services" holding
 //     objects -> service, holding paths -> cli; a CLI-only key (config_path,
 //     environment, optimizer, scheduler, storage, globals, tunable_values,
-//     log_file, log_level) -> cli.
+//     log_file, log_level, teardown, random_init) -> cli.
 //  4. The file name (doc.File), for .json, .jsonc and .json5 files:
 //     *.mlos.json[c] -> unified (as schemastore maps them); then the folder
 //     the file is in: tunable-values/ -> tunable-values, cli/ -> cli,
@@ -166,7 +166,9 @@ func isThresholds(root *json5.Node) bool {
 }
 
 // cliOnlyKeys appear in CLI configs and are not plausible globals.
-var cliOnlyKeys = []string{"config_path", "environment", "optimizer", "scheduler", "storage", "globals", "tunable_values", "log_file", "log_level"}
+// teardown and random_init are options of the launcher that never become
+// globals (mlos_bench's argparse gives them defaults).
+var cliOnlyKeys = []string{"config_path", "environment", "optimizer", "scheduler", "storage", "globals", "tunable_values", "log_file", "log_level", "teardown", "random_init"}
 
 // strongStructure applies rules 2 and 3 of DetectKind.
 func strongStructure(root *json5.Node) (Kind, bool) {

@@ -367,6 +367,11 @@ func TestDetectKind(t *testing.T) {
 		{"a.jsonc", `{"services": [{"class": "x"}]}`, Service, ""},
 		{"a.jsonc", `{"services": ["services/x.jsonc"]}`, CLI, ""},
 		{"experiment_x.jsonc", `{"environment": "env.jsonc"}`, CLI, ""},
+		// Keys only a CLI config has make it one, even without "$schema"
+		// and with a flat body that would pass for globals.
+		{"run.jsonc", `{"experiment_id": "e", "teardown": false}`, CLI, ""},
+		{"experiments/run.jsonc", `{"random_init": true, "trial_config_repeat_count": 3}`, CLI, ""},
+		{"run.jsonc", `{"experiment_id": "e", "trial_config_repeat_count": 3}`, Globals, ""},
 		{"globals.jsonc", `{"g": {"cost": 1, "params": {}}}`, TunableParams, ""},
 		{"env/redis-tunables.jsonc", `{}`, TunableParams, ""},
 		{"tunables/x.json", `{}`, TunableParams, ""},

@@ -191,10 +191,23 @@ type Spec struct {
 	SearchPath []string
 	// Ref points at the service's config, for error messages.
 	Ref source.Ref
+	// ValidateOnly: the service is built for bench validate and will not
+	// be used. The constructor makes every check it makes for a run, and
+	// creates nothing outside the process: no folders or files, no
+	// connections, no processes (a constructor should not do these
+	// anyway; this flag is for one that must, e.g. to create a root
+	// folder it was asked to create).
+	ValidateOnly bool
 }
 
 // Constructor builds a service. The returned value implements one or more
 // of the service interfaces, and io.Closer if it holds resources.
+//
+// The constructor is the class's validate step: bench validate and bench
+// run both call it, before the first trial, so everything a config can
+// get wrong must be checked here (not at first use), and nothing may be
+// started here: connections, processes and files belong to first use
+// (see Spec.ValidateOnly).
 type Constructor func(ctx context.Context, spec Spec) (any, error)
 
 var registry = internalregistry.New[Constructor]("services")
@@ -219,6 +232,22 @@ func New(ctx context.Context, spec Spec) (any, error) {
 	}
 	return svc, nil
 }
+
+// ErrNeedsService is wrapped (NeedsService) by the error of a service
+// whose own config is fine but that needs another service below it in the
+// stack (an Azure service without an authentication service before it).
+// bench validate of that service's file alone warns instead of failing: in
+// a run, the services listed before it provide it.
+var ErrNeedsService = errors.New("needs another service below it")
+
+// NeedsService marks err as ErrNeedsService, keeping its text and what it
+// wraps.
+func NeedsService(err error) error { return needsService{err} }
+
+type needsService struct{ error }
+
+func (e needsService) Unwrap() error        { return e.error }
+func (e needsService) Is(target error) bool { return target == ErrNeedsService }
 
 // Stack is a layered set of services. Lookups search the newest layer
 // first, then its parents, so later services override earlier ones.

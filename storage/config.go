@@ -130,6 +130,8 @@ func (c Config) Backend() (string, error) {
 		if dbapi == "" {
 			return "", fmt.Errorf("%w: storage config has no drivername; %s", ErrUnsupportedDriver, supported)
 		}
+	case "duckdb":
+		return "", fmt.Errorf("%w %q: %s; DuckDB's Go drivers need cgo, and bench is a static binary built without it (CGO_ENABLED=0), so it cannot link DuckDB; use sqlite (one file, like DuckDB) — see docs/storage.md", ErrUnsupportedDriver, c.DriverName, supported)
 	}
 	return "", fmt.Errorf("%w %q: %s", ErrUnsupportedDriver, c.DriverName, supported)
 }
@@ -293,6 +295,27 @@ func Open(ctx context.Context, cfg Config) (Storage, error) {
 		return nil, fmt.Errorf("%w: the %s backend is not linked into this program (registered: %v); import github.com/benchtune/bench/storage/sql", ErrUnsupportedDriver, backend, names)
 	}
 	return open(ctx, cfg)
+}
+
+// Check is storage's validate step, shared by bench validate and bench
+// run (before anything starts): the driver must be one bench has, and its
+// backend must be linked into the program. Open makes the same checks.
+func Check(cfg Config) error {
+	backend, err := cfg.Backend()
+	if err != nil {
+		return err
+	}
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	if backends[backend] == nil {
+		names := make([]string, 0, len(backends))
+		for n := range backends {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return fmt.Errorf("%w: the %s backend is not linked into this program (registered: %v); import github.com/benchtune/bench/storage/sql", ErrUnsupportedDriver, backend, names)
+	}
+	return nil
 }
 
 // classes are the storage config classes bench knows (all SQL: the

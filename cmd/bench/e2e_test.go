@@ -316,8 +316,7 @@ func TestValidateCommand(t *testing.T) {
 		t.Fatalf("invalid folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
-		`bad/env.jsonc:4:`, `missing-tunables.jsonc" not found`,
-		`"nogroup" is referenced but not defined`,
+		`bad/env.jsonc:4:24: /include_tunables/0: included file "missing-tunables.jsonc": config file not found`,
 		`bad/tunables.jsonc:1:`, `/g/params/x/default`,
 		`bad/syntax.jsonc:1:9: syntax error`,
 	} {
@@ -325,10 +324,32 @@ func TestValidateCommand(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, r.stdout)
 		}
 	}
+	// The missing tunables file is the problem: no "group not defined"
+	// follows it.
+	if strings.Contains(r.stdout, "nogroup") {
+		t.Errorf("a misleading follow-up problem:\n%s", r.stdout)
+	}
 	r = runBench(t, dir, "validate", "--format", "json", "bad")
 	var rep struct{ Problems []map[string]any }
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Problems) < 4 {
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Problems) != 3 {
 		t.Errorf("json report: %v %s", err, r.stdout)
+	}
+	// --schema-only follows no includes; files that are not bench
+	// configs are skipped and counted; --globals gives required args.
+	if r := runBench(t, dir, "validate", "--schema-only", "bad/env.jsonc"); r.code != 0 {
+		t.Errorf("--schema-only: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	write(t, dir, "req/env.jsonc", `{"name": "r", "class": "mlos_bench.environments.local.LocalEnv", "config": {"required_args": ["host"], "run": ["true"]}}`, 0o644)
+	write(t, dir, "req/g.jsonc", `{"host": "h"}`, 0o644)
+	write(t, dir, "req/schema.json", `{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}`, 0o644)
+	r = runBench(t, dir, "validate", "req/env.jsonc", "req/schema.json")
+	if r.code != 0 || !strings.Contains(r.stdout, `warning: environment "r": required args without a value: host`) ||
+		!strings.Contains(r.stderr, "1 of 1 file valid, 0 problems, 1 warning, 1 file skipped (not bench configs") {
+		t.Errorf("environment alone: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBench(t, dir, "validate", "--globals", "req/g.jsonc", "req/env.jsonc")
+	if r.code != 0 || strings.Contains(r.stdout, "warning") {
+		t.Errorf("--globals: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := runBench(t, dir, "validate", "--kind", "nonsense", "."); r.code != 2 {
 		t.Errorf("bad --kind: exit %d", r.code)

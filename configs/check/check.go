@@ -1,16 +1,21 @@
 // Package check validates config files and folders for `bench validate`:
-// syntax, the schema of each file's kind, and what a schema cannot see —
-// include files that do not exist, cyclic includes, tunable groups
-// referenced but not defined, duplicate tunable names across groups and
-// defaults outside their range.
+// syntax, the schema of each file's kind, then (unless SchemaOnly) what a
+// run checks before its first trial, with the run's own code
+// (launcher.Validate and launcher.ValidateFile): every include found,
+// every class known and able to run, every config decoded by its class,
+// required args given a value, tunables and their groups. Files that are
+// not bench configs (JSON Schema documents, Azure ARM templates) are
+// skipped and counted.
 package check
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +23,9 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/schemas"
+	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -51,8 +58,21 @@ type Report struct {
 	Files    []FileResult `json:"files"`
 	Problems []Problem    `json:"problems"`
 	// Warnings do not make a file invalid: a key given twice in one
-	// object (accepted, the last value wins, as in mlos_bench).
+	// object (accepted, the last value wins, as in mlos_bench), required
+	// args of an environment checked alone that only a run's globals can
+	// give.
 	Warnings []Problem `json:"warnings"`
+	// Skipped are the files that are not bench configs.
+	Skipped []Skipped `json:"skipped"`
+
+	seen   map[string]bool // problems and warnings reported, to report each once
+	raised int             // problems found, repeats included
+}
+
+// Skipped is a file that is not a bench config, and why.
+type Skipped struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
 }
 
 // FileResult tells how one file was checked.
@@ -73,6 +93,16 @@ type Checker struct {
 	// working folder and each file's own ancestors, before the built-in
 	// configs).
 	ConfigPaths []string
+	// Globals are globals files, as bench run's --globals: they give
+	// values to required args (and override config keys) as in a run.
+	Globals []string
+	// SchemaOnly checks syntax and each file against its kind's schema,
+	// nothing more (includes are not followed: for editors and
+	// pre-commit hooks, where include paths resolve only at run time).
+	SchemaOnly bool
+	// Validate is the schema check the loader applies to included files
+	// (default: schemas.Validate).
+	Validate configs.ValidateFunc
 }
 
 // IsConfigFile reports whether a file name looks like a config.
@@ -83,16 +113,25 @@ func IsConfigFile(name string) bool {
 
 // Run checks the given files and folders (recursively).
 func (c *Checker) Run(paths []string) (*Report, error) {
+	return c.RunContext(context.Background(), paths)
+}
+
+// RunContext is Run under ctx.
+func (c *Checker) RunContext(ctx context.Context, paths []string) (*Report, error) {
+	if c.Validate == nil {
+		c.Validate = func(kind configs.Kind, doc *source.Doc) error { return schemas.Validate(schemas.Kind(kind), doc) }
+	}
 	files, err := collect(paths)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Problems: []Problem{}, Warnings: []Problem{}}
+	rep := &Report{Problems: []Problem{}, Warnings: []Problem{}, Skipped: []Skipped{}}
 	type parsed struct {
 		doc  *source.Doc
 		kind schemas.Kind
 	}
 	docs := map[string]parsed{}
+	var checked []string
 	for _, f := range files {
 		data, err := configs.ReadFile(f)
 		if err != nil {
@@ -106,7 +145,11 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 			rep.Files = append(rep.Files, FileResult{File: f})
 			continue
 		}
-		rep.Warnings = append(rep.Warnings, duplicateKeys(f, data)...)
+		if reason := notAConfig(doc); reason != "" && c.Kind == "" {
+			rep.Skipped = append(rep.Skipped, Skipped{File: f, Reason: reason})
+			continue
+		}
+		rep.warn(duplicateKeys(f, data)...)
 		kind := c.Kind
 		if kind == "" {
 			if kind, err = schemas.DetectKind(doc); err != nil {
@@ -116,9 +159,10 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 			}
 		}
 		docs[f] = parsed{doc, kind}
+		checked = append(checked, f)
 	}
-	// Environments included by other environments get their tunables from
-	// their parents: only check tunable references from the roots.
+	// Environments included by other environments get their tunables and
+	// args from their parents: they are checked as part of the roots.
 	included := map[string]bool{}
 	for f, p := range docs {
 		if p.kind != schemas.Environment {
@@ -127,27 +171,155 @@ func (c *Checker) Run(paths []string) (*Report, error) {
 		l := c.loader(f)
 		for _, inc := range strList(p.doc.Root.Get("config").Get("include_children")) {
 			if r := l.Resolve(inc); !strings.HasPrefix(r, configs.BuiltinPrefix) {
-				included[filepath.Clean(r)] = true
+				included[absPath(r)] = true
 			}
 		}
 	}
-	for _, f := range files {
-		p, ok := docs[f]
-		if !ok {
-			continue
-		}
-		before := len(rep.Problems)
+	var base *configs.Launch
+	for _, f := range checked {
+		p := docs[f]
+		before := rep.raised
 		if err := schemas.Validate(p.kind, p.doc); err != nil {
 			rep.addErr(f, string(p.kind), err)
-		} else {
-			c.deep(rep, f, p.doc, p.kind, !included[filepath.Clean(f)])
+		} else if !c.SchemaOnly {
+			if base == nil {
+				if base, err = c.baseLaunch(); err != nil {
+					return nil, err
+				}
+			}
+			c.deep(ctx, rep, base, f, p.doc, p.kind, included[absPath(f)])
 		}
-		rep.Files = append(rep.Files, FileResult{File: f, Kind: string(p.kind), Valid: len(rep.Problems) == before})
+		rep.Files = append(rep.Files, FileResult{File: f, Kind: string(p.kind), Valid: rep.raised == before})
+	}
+	rep.dropShadowed()
+	if allRelative(paths) {
+		rep.relativize()
 	}
 	return rep, nil
 }
 
-func (r *Report) add(p Problem) { r.Problems = append(r.Problems, p) }
+func allRelative(paths []string) bool {
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// relativize names the files under the working folder relative to it, as
+// the paths given were (the builders name the files they reach by their
+// absolute paths).
+func (r *Report) relativize() {
+	wd, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	rel := func(p string) string {
+		if !filepath.IsAbs(p) {
+			return p
+		}
+		if q, err := filepath.Rel(wd, p); err == nil && q != ".." && !strings.HasPrefix(q, ".."+string(filepath.Separator)) {
+			return q
+		}
+		return p
+	}
+	for i := range r.Problems {
+		r.Problems[i].File = rel(r.Problems[i].File)
+	}
+	for i := range r.Warnings {
+		r.Warnings[i].File = rel(r.Warnings[i].File)
+	}
+	for i := range r.Files {
+		r.Files[i].File = rel(r.Files[i].File)
+	}
+}
+
+// notAConfig tells why a JSON file is not a bench config ("" when it may
+// be one): a JSON Schema document, or an Azure Resource Manager template
+// or parameters file (mlos_bench's config tree has both).
+func notAConfig(doc *source.Doc) string {
+	root := doc.Root
+	if root == nil || root.Kind != json5.Object {
+		return ""
+	}
+	schema := ""
+	if v := root.Get("$schema"); v != nil && v.Kind == json5.String {
+		schema = strings.ToLower(v.Str)
+	}
+	switch {
+	case strings.Contains(schema, "schema.management.azure.com/"):
+		return "an Azure Resource Manager template or parameters file (" + root.Get("$schema").Str + ")"
+	case strings.Contains(schema, "json-schema.org/"):
+		return "a JSON Schema document (" + root.Get("$schema").Str + ")"
+	case schema == "" && (root.Get("$defs") != nil || root.Get("definitions") != nil):
+		return "a JSON Schema document (it has \"$defs\" or \"definitions\")"
+	}
+	return ""
+}
+
+// baseLaunch reads the globals files as bench run does (no CLI config):
+// the globals every file checked alone is built with.
+func (c *Checker) baseLaunch() (*configs.Launch, error) {
+	l, err := configs.Prepare(&configs.Args{ConfigPaths: c.ConfigPaths, Globals: c.Globals}, c.Validate)
+	if err != nil {
+		return nil, fmt.Errorf("--globals: %w", err)
+	}
+	return l, nil
+}
+
+// add reports a problem, once: the same problem reached again (an
+// included file checked on its own and through its includer) is not
+// repeated.
+func (r *Report) add(p Problem) {
+	r.raised++
+	if r.once("p", p) {
+		r.Problems = append(r.Problems, p)
+	}
+}
+
+var searched = regexp.MustCompile(` \(searched [^)]*\)`)
+
+// dropShadowed removes the warnings at the place of a problem (a required
+// arg that a file checked alone warns about and a CLI config using it
+// makes an error).
+func (r *Report) dropShadowed() {
+	at := map[string]bool{}
+	for _, p := range r.Problems {
+		at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", absPath(p.File), p.Line, p.Col, p.Path)] = true
+	}
+	kept := r.Warnings[:0]
+	for _, w := range r.Warnings {
+		if w.Line == 0 || !at[fmt.Sprintf("%s\x00%d\x00%d\x00%s", absPath(w.File), w.Line, w.Col, w.Path)] {
+			kept = append(kept, w)
+		}
+	}
+	r.Warnings = kept
+}
+
+// warn reports warnings, each once.
+func (r *Report) warn(ps ...Problem) {
+	for _, p := range ps {
+		if r.once("w", p) {
+			r.Warnings = append(r.Warnings, p)
+		}
+	}
+}
+
+func (r *Report) once(what string, p Problem) bool {
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	// The same missing file is looked for in other folders when reached
+	// from a CLI config and from its own file: one problem.
+	msg := searched.ReplaceAllString(p.Message, "")
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", what, absPath(p.File), p.Line, p.Col, p.Path, msg)
+	if r.seen[key] {
+		return false
+	}
+	r.seen[key] = true
+	return true
+}
 
 // duplicateKeys warns about each key given again in the same object, with
 // the places of both.
@@ -195,7 +367,11 @@ func (r *Report) addErr(file, kind string, err error) {
 	r.add(Problem{File: file, Kind: kind, Message: err.Error()})
 }
 
-func (r *Report) addSource(file, kind string, se *source.Error) {
+func (r *Report) addSource(file, kind string, se *source.Error) { r.add(problemOf(file, kind, se)) }
+
+// problemOf turns a located error into a problem (file when it names
+// none).
+func problemOf(file, kind string, se *source.Error) Problem {
 	p := Problem{File: se.File, Line: se.Pos.Line, Col: se.Pos.Col, Path: se.Path, Kind: kind, Message: se.Msg}
 	if se.Err != nil {
 		if p.Message != "" {
@@ -206,7 +382,7 @@ func (r *Report) addSource(file, kind string, se *source.Error) {
 	if p.File == "" {
 		p.File = file
 	}
-	r.add(p)
+	return p
 }
 
 // collect expands folders into their config files, sorted.
@@ -264,9 +440,9 @@ func (c *Checker) loader(file string) *configs.Loader {
 		}
 	}
 	dirs = append(dirs, c.ConfigPaths...)
-	l, err := configs.NewLoader(nil, dirs...)
+	l, err := configs.NewLoader(c.Validate, dirs...)
 	if err != nil {
-		l, _ = configs.NewLoader(nil)
+		l, _ = configs.NewLoader(c.Validate)
 	}
 	return l
 }
@@ -287,45 +463,128 @@ func strList(n *json5.Node) []string {
 	return out
 }
 
-// deep runs the checks a schema cannot do.
-func (c *Checker) deep(rep *Report, file string, doc *source.Doc, kind schemas.Kind, root bool) {
-	l := c.loader(file)
+// deep runs what a run checks before its first trial, with the run's own
+// code: a CLI config is prepared and validated as bench run --config
+// would (its globals known: a required arg without a value is an error);
+// any other file is checked the way a run uses a file of its kind
+// (launcher.ValidateFile), with the --globals given; an environment's
+// required args that nothing gives a value yet are warnings then, since
+// a run's globals or command line may give them. An environment that
+// another checked environment includes is checked through it.
+func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, file string, doc *source.Doc, kind schemas.Kind, included bool) {
 	switch kind {
 	case schemas.TunableParams:
 		if _, err := tunables.ParseParams(doc.At()); err != nil {
 			rep.addErr(file, string(kind), err)
 		}
+		return
 	case schemas.TunableValues:
 		if _, err := tunables.ParseValues(doc.At()); err != nil {
 			rep.addErr(file, string(kind), err)
 		}
-	case schemas.Environment:
-		w := &envWalker{c: c, rep: rep, kind: string(kind)}
-		tun, _ := tunables.New()
-		w.env(l, doc.At(), tun, []string{absPath(file)}, root)
-	case schemas.Optimizer:
-		for i, inc := range strList(doc.Root.Get("include_tunables")) {
-			checkInclude(rep, l, doc, []string{"include_tunables", fmt.Sprint(i)}, inc, configs.KindTunableParams)
+		return
+	}
+	warn := func(err error) {
+		var se *source.Error
+		if errors.As(err, &se) {
+			p := problemOf(file, string(kind), se)
+			p.Message = "warning: " + p.Message
+			rep.warn(p)
+			return
 		}
+		rep.warn(Problem{File: file, Kind: string(kind), Message: "warning: " + err.Error()})
+	}
+	// Nothing validate prints carries a secret value (as with bench run).
+	np, nw := len(rep.Problems), len(rep.Warnings)
+	secrets := base.Secrets
+	defer func() {
+		if secrets == nil {
+			return
+		}
+		for i := np; i < len(rep.Problems); i++ {
+			rep.Problems[i].Message = secrets.Redact(rep.Problems[i].Message)
+		}
+		for i := nw; i < len(rep.Warnings); i++ {
+			rep.Warnings[i].Message = secrets.Redact(rep.Warnings[i].Message)
+		}
+	}()
+	switch kind {
 	case schemas.CLI:
-		for _, key := range []string{"environment", "optimizer", "scheduler", "storage"} {
-			if n := doc.Root.Get(key); n != nil && n.Kind == json5.String {
-				checkInclude(rep, withCLIPaths(l, doc), doc, []string{key}, n.Str, configs.Kind(key))
-			}
+		l, err := configs.Prepare(&configs.Args{Config: absPath(file), ConfigPaths: c.ConfigPaths, Globals: c.Globals}, c.Validate)
+		if err == nil {
+			secrets = l.Secrets
+			err = launcher.Validate(ctx, l, launcher.ValidateOptions{Warn: warn})
 		}
-		for _, key := range []string{"services", "globals", "tunable_values"} {
-			kinds := map[string]configs.Kind{"services": configs.KindService, "globals": configs.KindGlobals, "tunable_values": configs.KindTunableValues}
-			n := doc.Root.Get(key)
-			if n != nil && n.Kind == json5.String {
-				checkInclude(rep, withCLIPaths(l, doc), doc, []string{key}, n.Str, kinds[key])
-			}
-			for i, inc := range strList(n) {
-				if n.Kind == json5.Array {
-					checkInclude(rep, withCLIPaths(l, doc), doc, []string{key, fmt.Sprint(i)}, inc, kinds[key])
-				}
-			}
+		if err != nil {
+			rep.addErr(file, string(kind), err)
+		}
+		return
+	case schemas.Environment:
+		if included {
+			return
+		}
+	case schemas.Service, schemas.Optimizer, schemas.Scheduler, schemas.Storage, schemas.Engine:
+	default:
+		return
+	}
+	l := *base
+	l.Loader = c.loader(file)
+	missing := func(who string, at source.Ref, names []string) {
+		e := at.Errorf("warning: %s: required args without a value: %s (a run needs them from const_args, a globals file (--globals) or the command line)", who, strings.Join(names, ", "))
+		rep.warn(problemOf(file, string(kind), e))
+	}
+	err := launcher.ValidateFile(ctx, &l, configs.Kind(kind), absPath(file), launcher.ValidateOptions{MissingArgs: missing, Warn: warn})
+	if err == nil {
+		return
+	}
+	if errors.Is(err, services.ErrNeedsService) {
+		// Checked alone, a service lacks the services a run lists
+		// before it.
+		var se *source.Error
+		if errors.As(err, &se) {
+			p := problemOf(file, string(kind), se)
+			p.Message = "warning: " + p.Message + " (checked without the services a run lists before it)"
+			rep.warn(p)
+			return
 		}
 	}
+	if key := globalKey(err); key != "" && (kind != schemas.Environment || inOtherFile(err, file)) {
+		if _, given := base.Globals[key]; !given {
+			// A run's globals override the keys a config has (as in
+			// mlos_bench): a placeholder there is fine when they give it.
+			var se *source.Error
+			errors.As(err, &se)
+			p := problemOf(file, string(kind), se)
+			p.Message = fmt.Sprintf("warning: %s (unless a run's globals give %q: check with --globals)", p.Message, key)
+			rep.warn(p)
+			return
+		}
+	}
+	rep.addErr(file, string(kind), err)
+}
+
+// inOtherFile tells whether a located error is in a file other than file
+// (a service an environment includes).
+func inOtherFile(err error, file string) bool {
+	var se *source.Error
+	return errors.As(err, &se) && se.File != "" && absPath(se.File) != absPath(file)
+}
+
+// configKey matches the path of a value in a class's config object.
+var configKey = regexp.MustCompile(`^(?:/services/\d+)?/config/([^/]+)`)
+
+// globalKey returns the config key a located error is about, when a
+// global of that name would replace its value in a run.
+func globalKey(err error) string {
+	var se *source.Error
+	if !errors.As(err, &se) {
+		return ""
+	}
+	m := configKey.FindStringSubmatch(se.Path)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(m[1], "~1", "/"), "~0", "~")
 }
 
 func absPath(p string) string {
@@ -334,133 +593,4 @@ func absPath(p string) string {
 		return p
 	}
 	return a
-}
-
-// withCLIPaths adds a CLI config's config_path entries to the loader.
-func withCLIPaths(l *configs.Loader, doc *source.Doc) *configs.Loader {
-	paths := strList(doc.Root.Get("config_path"))
-	if len(paths) == 0 {
-		return l
-	}
-	nl, err := l.WithPaths(paths...)
-	if err != nil {
-		return l
-	}
-	return nl
-}
-
-// checkInclude reports an include that cannot be found; for files that
-// exist, it checks their schema too.
-func checkInclude(rep *Report, l *configs.Loader, doc *source.Doc, path []string, spec string, kind configs.Kind) *source.Doc {
-	if configs.IsInline(spec) {
-		return nil
-	}
-	resolved := l.Resolve(spec)
-	data, err := configs.ReadFile(resolved)
-	if err != nil {
-		msg := fmt.Sprintf("included file %q not found (searched the working folder, the folders above %s, the config paths and the built-in configs)", spec, filepath.Base(doc.File))
-		if hint := configs.UnshippedHint(spec); hint != "" {
-			msg += "; " + hint
-		}
-		e := doc.Errorf(path, "%s", msg)
-		rep.addSource(doc.File, "", e)
-		return nil
-	}
-	inc, err := source.Parse(resolved, data)
-	if err != nil {
-		rep.addErr(resolved, string(kind), err)
-		return nil
-	}
-	if err := schemas.Validate(schemas.Kind(kind), inc); err != nil {
-		rep.addErr(resolved, string(kind), err)
-		return nil
-	}
-	return inc
-}
-
-// envWalker follows an environment tree the way the builder does,
-// accumulating tunables and detecting cycles.
-type envWalker struct {
-	c    *Checker
-	rep  *Report
-	kind string
-}
-
-func (w *envWalker) env(l *configs.Loader, ref source.Ref, tun *tunables.Groups, chain []string, root bool) {
-	node := ref.Node()
-	if node == nil {
-		return
-	}
-	doc := ref.Doc
-	for i, inc := range strList(node.Get("include_services")) {
-		checkInclude(w.rep, l, doc, append(append([]string(nil), ref.Path...), "include_services", fmt.Sprint(i)), inc, configs.KindService)
-	}
-	for i, inc := range strList(node.Get("include_tunables")) {
-		p := append(append([]string(nil), ref.Path...), "include_tunables", fmt.Sprint(i))
-		tdoc := checkInclude(w.rep, l, doc, p, inc, configs.KindTunableParams)
-		if tdoc == nil {
-			continue
-		}
-		g, err := tunables.ParseParams(tdoc.At())
-		if err != nil {
-			w.rep.addErr(tdoc.File, string(configs.KindTunableParams), err)
-			continue
-		}
-		merged := tun.Copy()
-		if err := merged.Merge(g); err != nil {
-			w.rep.addSource(doc.File, w.kind, doc.Errorf(p, "%v", err))
-			continue
-		}
-		tun = merged
-	}
-	cfg := node.Get("config")
-	if root {
-		known := map[string]bool{}
-		for _, g := range tun.Groups() {
-			known[g.Name] = true
-		}
-		for i, g := range strList(cfg.Get("tunable_params")) {
-			if strings.HasPrefix(g, "$") || known[g] {
-				continue
-			}
-			names := make([]string, 0, len(known))
-			for k := range known {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			msg := fmt.Sprintf("tunable group %q is referenced but not defined by any included tunables file", g)
-			if len(names) > 0 {
-				msg += " (defined: " + strings.Join(names, ", ") + ")"
-			}
-			p := append(append([]string(nil), ref.Path...), "config", "tunable_params", fmt.Sprint(i))
-			w.rep.addSource(doc.File, w.kind, doc.Errorf(p, "%s", msg))
-		}
-	}
-	if cfg == nil {
-		return
-	}
-	if children := cfg.Get("children"); children != nil && children.Kind == json5.Array {
-		for i := range children.Elems {
-			w.env(l, ref.Child("config").Child("children").Index(i), tun, chain, root)
-		}
-	}
-	for i, inc := range strList(cfg.Get("include_children")) {
-		p := append(append([]string(nil), ref.Path...), "config", "include_children", fmt.Sprint(i))
-		resolved := l.Resolve(inc)
-		cycle := false
-		for _, f := range chain {
-			if f == resolved {
-				w.rep.addSource(doc.File, w.kind, doc.Errorf(p, "cyclic include: %s", strings.Join(append(append([]string(nil), chain...), resolved), " -> ")))
-				cycle = true
-			}
-		}
-		if cycle {
-			continue
-		}
-		cdoc := checkInclude(w.rep, l, doc, p, inc, configs.KindEnvironment)
-		if cdoc == nil {
-			continue
-		}
-		w.env(l, cdoc.At(), tun, append(append([]string(nil), chain...), resolved), root)
-	}
 }

@@ -74,6 +74,9 @@ func New(_ context.Context, p engines.Params) (engines.Engine, error) {
 	if !filepath.IsAbs(e.workdir) {
 		e.workdir = filepath.Join(p.Dir, e.workdir)
 	}
+	if p.ValidateOnly {
+		return e, nil
+	}
 	if err := os.MkdirAll(e.workdir, 0o700); err != nil {
 		return nil, fmt.Errorf("workdir: %w", err)
 	}

@@ -253,6 +253,11 @@ func New(_ context.Context, p engines.Params) (engines.Engine, error) {
 	if !filepath.IsAbs(e.workdir) {
 		e.workdir = filepath.Join(p.Dir, e.workdir)
 	}
+	if p.ValidateOnly {
+		// bench validate checks the config, not this host: a config is
+		// often checked elsewhere than on the submit host it runs on.
+		return e, nil
+	}
 	if _, err := exec.LookPath("sbatch"); err != nil {
 		return nil, errors.New("sbatch is not on PATH: the Slurm engine runs Slurm's commands (sbatch, squeue, scontrol, scancel) on this machine, which must be a Slurm submit host")
 	}

@@ -121,7 +121,7 @@ func New(ctx context.Context, spec environments.Spec) (environments.Environment,
 		return nil, err
 	}
 	for i, path := range includes {
-		child, err := spec.Builder.LoadEnvironment(ctx, path, tun, globals, constArgs, spec.Services, spec.Chain)
+		child, err := spec.Builder.LoadEnvironment(ctx, path, tun, globals, constArgs, spec.Services, spec.Chain, cfgRef.Child("include_children").Index(i))
 		if err != nil {
 			return nil, configs.LocateNotFound(err, cfgRef.Child("include_children"), includes)
 		}

@@ -198,6 +198,9 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 	}
 	if spec.Builder != nil {
 		e.loader = spec.Builder.Loader
+		if spec.Builder.Warn != nil {
+			warnMissingScripts(spec, sc, cfgRef, spec.Builder.Warn)
+		}
 	}
 	if err := base.InitSetupReuse(); err != nil {
 		return nil, err
@@ -214,6 +217,30 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// warnMissingScripts tells about script files that the LocalExec service
+// will not find on the search path (bench validate's warning; a run
+// accepts them, and the line fails unless an earlier one creates them).
+func warnMissingScripts(spec environments.Spec, sc *script.Config, cfgRef source.Ref, warn func(source.Ref, string)) {
+	ex, ok := services.Find[interface{ MissingScripts(string) []string }](spec.Services)
+	if !ok {
+		return
+	}
+	for _, phase := range []struct {
+		key   string
+		lines []string
+	}{{"setup", sc.Setup}, {"run", sc.Run}, {"teardown", sc.Teardown}} {
+		for i, line := range phase.lines {
+			for _, w := range ex.MissingScripts(line) {
+				at := cfgRef.Child(phase.key).Index(i)
+				if at.Node() == nil {
+					at = cfgRef.Child(phase.key)
+				}
+				warn(at, fmt.Sprintf("environment %q: script %q not found on the search path (the line fails unless an earlier command creates it)", spec.Name, w))
+			}
+		}
+	}
 }
 
 // ShellLinesKey is the config key (and global) that says how script lines

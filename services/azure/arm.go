@@ -484,7 +484,7 @@ func newDeployer(spec services.Spec, c deploymentConfig, class string) (*deploye
 	}
 	auth, ok := services.Find[services.Auth](spec.Parent)
 	if !ok {
-		return nil, &configError{"", class + " needs an authentication service listed before it (e.g. services/remote/azure/service-auth.jsonc)"}
+		return nil, services.NeedsService(&configError{"", class + " needs an authentication service listed before it (e.g. services/remote/azure/service-auth.jsonc)"})
 	}
 	ac, err := newARMClient(c.requestConfig, auth, c.Subscription, c.ResourceGroup, class)
 	if err != nil {
@@ -657,7 +657,11 @@ func fromConfigError(spec services.Spec, err error) error {
 		if ce.key != "" {
 			ref = ref.Child(ce.key)
 		}
-		return ref.Errorf("%s", ce.msg)
+		located := ref.Errorf("%s", ce.msg)
+		if errors.Is(err, services.ErrNeedsService) {
+			return services.NeedsService(located)
+		}
+		return located
 	}
 	return err
 }

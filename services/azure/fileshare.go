@@ -113,7 +113,7 @@ func newFileShareFromSpec(ctx context.Context, spec services.Spec) (any, error) 
 	if c.StorageAccountKey == "" && c.StorageSasToken == "" {
 		auth, ok := services.Find[services.Auth](spec.Parent)
 		if !ok {
-			return nil, spec.Ref.Child("config").Errorf("AzureFileShareService needs credentials: storageAccountKey, storageSasToken, or an authentication service listed before it (e.g. services/remote/azure/service-auth.jsonc)")
+			return nil, services.NeedsService(spec.Ref.Child("config").Errorf("AzureFileShareService needs credentials: storageAccountKey, storageSasToken, or an authentication service listed before it (e.g. services/remote/azure/service-auth.jsonc)"))
 		}
 		opts.Auth = auth
 	}

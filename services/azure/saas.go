@@ -84,7 +84,7 @@ func newSaaSFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	}
 	auth, ok := services.Find[services.Auth](spec.Parent)
 	if !ok {
-		return nil, spec.Ref.Child("config").Errorf("AzureSaaSConfigService needs an authentication service listed before it (e.g. services/remote/azure/service-auth.jsonc)")
+		return nil, services.NeedsService(spec.Ref.Child("config").Errorf("AzureSaaSConfigService needs an authentication service listed before it (e.g. services/remote/azure/service-auth.jsonc)"))
 	}
 	s, err := NewSaaSService(c, auth)
 	if err != nil {

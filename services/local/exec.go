@@ -43,6 +43,9 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Logger receives the services' logs (default slog.Default()).
 	Logger *slog.Logger
+	// ValidateOnly builds a service for bench validate: checked as for a
+	// run, nothing created (services.Spec.ValidateOnly).
+	ValidateOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +108,12 @@ func NewLocalExec(cfg Config, opts Options) (*LocalExecService, error) {
 func (s *LocalExecService) ShellText(line string, verbatim bool) (string, error) {
 	return s.res.text(line, verbatim)
 }
+
+// MissingScripts returns the command words of a script line that name
+// script files neither the search path nor PATH has (bench validate
+// warns about them: the line fails unless an earlier command creates
+// them).
+func (s *LocalExecService) MissingScripts(line string) []string { return s.res.missing(line) }
 
 // LocalExec runs req.Lines one after another, each by its own /bin/sh -c
 // in its own process group, with cwd req.Dir (or the temp dir: the

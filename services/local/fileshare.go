@@ -47,6 +47,10 @@ func NewLocalDirFileShare(cfg FileShareConfig, opts Options) (*LocalDirFileShare
 	if err != nil {
 		return nil, fmt.Errorf("file share root %q: %w", cfg.Root, err)
 	}
+	if cfg.CreateRoot && opts.ValidateOnly {
+		// A run creates the root; bench validate leaves the disk alone.
+		return &LocalDirFileShareService{root: root, rootReal: root, log: opts.Logger}, nil
+	}
 	if cfg.CreateRoot {
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return nil, fmt.Errorf("create file share root: %w", err)

@@ -85,7 +85,7 @@ func newLocalDirFileShareFromSpec(_ context.Context, spec services.Spec) (any, e
 	if err != nil {
 		return nil, err
 	}
-	svc, err := NewLocalDirFileShare(cfg, Options{})
+	svc, err := NewLocalDirFileShare(cfg, Options{ValidateOnly: spec.ValidateOnly})
 	if err != nil {
 		return nil, located(spec.Ref.Child("config").Child("root"), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/safeio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -158,6 +159,40 @@ func (r *resolver) unshippedHints(line string) []string {
 		if h := configs.UnshippedHint(t.text); h != "" {
 			out = append(out, "bench: "+t.text+": "+h)
 		}
+	}
+	return out
+}
+
+// missing returns the command words of line that name script files the
+// shell will not find: a path (with a slash) found neither as it is (when
+// absolute), nor under a search-path folder, nor under the working
+// folder; or a bare name ending in .sh or .py found neither there nor on
+// PATH. Only plain words count.
+func (r *resolver) missing(line string) []string {
+	toks, err := lexLine(line)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, i := range commandWords(toks) {
+		t := toks[i]
+		w := t.text
+		if !t.literal || strings.ContainsAny(w, "*?[]{}~=") {
+			continue
+		}
+		if _, ok := r.find(w); ok || isRegular(w) {
+			continue
+		}
+		switch {
+		case strings.Contains(w, "/"):
+		case strings.HasSuffix(w, ".sh") || strings.HasSuffix(w, ".py"):
+			if _, err := exec.LookPath(w); err == nil {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, w)
 	}
 	return out
 }
