@@ -165,6 +165,8 @@ func (s *Store) inspectSchema(ctx context.Context, q querier) (d dbSchema, ok bo
 			WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'`
 	case postgresDialect:
 		stmt = `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()`
+	case mysqlDialect:
+		stmt = `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE()`
 	default:
 		return nil, false, nil
 	}
@@ -319,6 +321,12 @@ func (s *Store) examine(ctx context.Context, q querier) (kind schemaKind, rev st
 	kind, rev, err = classify(d, revs, benchVersion)
 	if err != nil {
 		return 0, "", true, fmt.Errorf("storage: %s: %w", s.describe, err)
+	}
+	if _, my := s.dialect.(mysqlDialect); my && kind == kindMlos {
+		// MySQL commits DDL statements at once: adoption could not be
+		// all-or-nothing, so an mlos_bench database is left alone.
+		return 0, "", true, fmt.Errorf("storage: %s: %w: it is an mlos_bench database (revision %s); bench opens mlos_bench databases on SQLite and PostgreSQL only, because MySQL cannot change tables inside a transaction; bench left it unchanged: give bench a database of its own",
+			s.describe, ErrForeignSchema, rev)
 	}
 	return kind, rev, true, nil
 }

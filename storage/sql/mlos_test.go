@@ -16,6 +16,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/benchtune/bench/internal/testenv"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
@@ -300,7 +302,7 @@ func mlosSnapshot(t *testing.T, db *dbsql.DB, v mlosVersion) map[string][]string
 // and its main branch, lists and resumes their experiment, and checks that
 // what mlos_bench reads is still there, as mlos_bench reads it.
 func TestMlosBenchDatabase(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		for _, v := range mlosVersions {
 			t.Run(v.name, func(t *testing.T) {
 				testMlosBenchDatabase(t, b, v)
@@ -565,7 +567,7 @@ func TestMlosBenchDatabaseRefused(t *testing.T) {
 		{"bench table", []string{`CREATE TABLE worker (exp_id TEXT)`}, "already has bench's table worker"},
 		{"revision mismatch", []string{`UPDATE alembic_version SET version_num = 'f83fb8ae7fc4'`}, "do not match its mlos_bench schema revision f83fb8ae7fc4"},
 	}
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		for _, c := range cases {
 			t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 				cfg, db := mlosDB(t, b, main)
@@ -620,7 +622,7 @@ func fileSum(t *testing.T, path string) [32]byte {
 // create its tables over mlos_bench's ("table experiment already exists")
 // and left its version table behind is adopted.
 func TestMlosBenchDatabaseLeftover(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		cfg, db := mlosDB(t, b, mlosVersions[0])
 		ts := "TIMESTAMP DEFAULT (datetime('now'))"
 		id := "INTEGER PRIMARY KEY AUTOINCREMENT"
@@ -644,7 +646,7 @@ func TestMlosBenchDatabaseLeftover(t *testing.T) {
 // TestMlosBenchAdoptionAtomic: adoption that fails part way leaves the
 // database as it was: no column, table or version row of bench.
 func TestMlosBenchAdoptionAtomic(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		v := mlosVersions[1]
 		cfg, db := mlosDB(t, b, v)
 		// An index of the name adoption creates last makes it fail after
@@ -684,12 +686,14 @@ func TestMlosBenchAdoptionAtomic(t *testing.T) {
 // leaves the database at the version before it, without any of its
 // statements applied.
 func TestMigrationFailureLeavesVersion(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	// Not on MySQL: its DDL statements commit implicitly, so a failing
+	// migration can leave its earlier statements applied (docs/storage.md).
+	forEachMlos(t, func(t *testing.T, b backend) {
 		cfg := b.fresh(t)
 		cfg.Logger = quiet
 		open(t, cfg).Close()
 
-		dir := "migrations/" + map[string]string{"sqlite": "sqlite", "postgres": "postgres"}[b.name]
+		dir := "migrations/" + b.name
 		files := fstest.MapFS{}
 		entries, err := migrationsFS.ReadDir(dir)
 		if err != nil {
@@ -735,7 +739,7 @@ INSERT INTO no_such_table VALUES (1);
 // apply to an adopted database (they add the columns bench left to them),
 // and bench then records what goes in them.
 func TestMlosBenchUpgradedAfterAdoption(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		cfg, db := mlosDB(t, b, mlosVersions[0])
 		cfg.Logger = quiet
@@ -790,7 +794,7 @@ func TestMlosBenchUpgradedAfterAdoption(t *testing.T) {
 // TestBenchDatabaseLayout: bench's own databases, new or migrated from
 // version 1, are not taken for mlos_bench's.
 func TestBenchDatabaseLayout(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		cfg := b.fresh(t)
 		cfg.Logger = quiet
 		s := open(t, cfg)
@@ -817,7 +821,7 @@ func TestBenchDatabaseLayout(t *testing.T) {
 // TestMlosBenchAdoptionConcurrent: several bench processes opening an
 // mlos_bench database at the same moment adopt it once.
 func TestMlosBenchAdoptionConcurrent(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
+	forEachMlos(t, func(t *testing.T, b backend) {
 		cfg, db := mlosDB(t, b, mlosVersions[1])
 		var logs logBuffer
 		cfg.Logger = logs.logger()
@@ -844,4 +848,62 @@ func TestMlosBenchAdoptionConcurrent(t *testing.T) {
 			t.Errorf("version rows %q", got)
 		}
 	})
+}
+
+// forEachMlos runs test on the databases mlos_bench databases are adopted
+// on: SQLite and PostgreSQL (bench does not look for mlos_bench's tables in
+// a MySQL database; see docs/storage.md).
+func forEachMlos(t *testing.T, test func(t *testing.T, b backend)) {
+	t.Helper()
+	for _, b := range []backend{sqliteBackend, postgresBackend} {
+		t.Run(b.name, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// TestMlosBenchDatabaseOnMySQLRefused: an mlos_bench database on MySQL is
+// refused before anything is written (MySQL DDL cannot be rolled back, so
+// it is not adopted), and bench's own tables are not created next to it.
+func TestMlosBenchDatabaseOnMySQLRefused(t *testing.T) {
+	cfg := freshMySQL(t)
+	cfg.Logger = quiet
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.DBName = cfg.Username, cfg.Password, "tcp", cfg.Database
+	mc.Addr = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := dbsql.OpenDB(conn)
+	defer admin.Close()
+	q := func(stmt string) {
+		t.Helper()
+		if _, err := admin.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	q(`CREATE TABLE experiment (exp_id VARCHAR(512) NOT NULL, description VARCHAR(1024), root_env_config VARCHAR(1024) NOT NULL,
+		git_repo VARCHAR(1024) NOT NULL, git_commit VARCHAR(40) NOT NULL, PRIMARY KEY (exp_id))`)
+	q(`INSERT INTO experiment VALUES ('mlos-exp', 'd', 'root.jsonc', 'repo', 'abc')`)
+	for _, stmt := range mlosDDL("postgres", mlosVersions[0]) {
+		if !strings.Contains(stmt, "TABLE experiment ") {
+			q(mysqlTypes(stmt))
+		}
+	}
+	tablesBefore := queryStrings(t, admin, `SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name`, cfg.Database)
+	s, err := Open(context.Background(), cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("an mlos_bench database on MySQL was opened")
+	}
+	if !errors.Is(err, ErrForeignSchema) || !strings.Contains(err.Error(), "SQLite and PostgreSQL only") {
+		t.Errorf("error %v", err)
+	}
+	if after := queryStrings(t, admin, `SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name`, cfg.Database); !slices.Equal(after, tablesBefore) {
+		t.Errorf("tables changed: %v, then %v", tablesBefore, after)
+	}
+}
+
+// mysqlTypes turns the PostgreSQL types of the test DDL into MySQL's.
+func mysqlTypes(stmt string) string {
+	return strings.NewReplacer("TIMESTAMP WITHOUT TIME ZONE", "DATETIME", "TIMESTAMP WITH TIME ZONE", "DATETIME", "DATETIME WITH TIME ZONE", "DATETIME", "TIMESTAMP", "DATETIME", "SERIAL", "INTEGER AUTO_INCREMENT", "BOOLEAN", "BOOL", "DOUBLE PRECISION", "DOUBLE", "VARCHAR(512)", "VARCHAR(255)", "VARCHAR(1024)", "VARCHAR(255)").Replace(stmt)
 }
