@@ -140,7 +140,9 @@ func (s *Server) VNet(name string) (map[string]any, bool) {
 	return v, ok
 }
 
-// Resource returns another deployed resource ("type/name").
+// Resource returns a deployed resource ("type/name") as the template
+// declared it, its expressions evaluated (for a VM: as last deployed; its
+// state is VM's).
 func (s *Server) Resource(typeName string) (map[string]any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -157,6 +159,18 @@ func (s *Server) DeploymentParams(name string) (map[string]any, bool) {
 		return nil, false
 	}
 	return d.params, true
+}
+
+// DeploymentOutputs returns the outputs of a finished deployment (nil
+// while it runs).
+func (s *Server) DeploymentOutputs(name string) (map[string]any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deployments[name]
+	if !ok {
+		return nil, false
+	}
+	return d.outputs, true
 }
 
 // RunCommands returns the Run Commands received, oldest first.
@@ -369,23 +383,19 @@ func (s *Server) serveDeploymentLocked(w http.ResponseWriter, r *http.Request, n
 			return fail(http.StatusBadRequest, "InvalidTemplate", "the template has no resources array")
 		}
 		declared, _ := tpl["parameters"].(map[string]any)
-		params := map[string]any{}
+		ctx := s.evalCtxLocked(tpl, map[string]any{})
 		for k, v := range req.Properties.Parameters {
 			if _, ok := declared[k]; !ok {
 				return fail(http.StatusBadRequest, "InvalidTemplate", "the template parameters '%s' in the parameters file are not valid; they are not present in the original template", k)
 			}
-			params[k] = v["value"]
+			ctx.params[k] = v["value"]
 		}
-		for k, v := range declared {
-			if _, ok := params[k]; ok {
-				continue
+		for k := range declared {
+			if _, err := ctx.param(k); err != nil {
+				return fail(http.StatusBadRequest, "InvalidTemplate", "%v", err)
 			}
-			def, has := v.(map[string]any)["defaultValue"]
-			if !has {
-				return fail(http.StatusBadRequest, "InvalidTemplate", "the value for the template parameter '%s' is not provided", k)
-			}
-			params[k] = eval(def, params)
 		}
+		params := ctx.params
 		if old, ok := s.deployments[name]; ok && (old.state == "Accepted" || old.state == "Running") {
 			return fail(http.StatusConflict, "DeploymentActive", "unable to edit or replace deployment '%s': previous deployment is still active", name)
 		}
@@ -443,11 +453,17 @@ func (s *Server) advanceDeploymentLocked(d *deployment) {
 		d.state, d.errMsg = "Failed", "the deployment failed (injected)"
 		return
 	}
+	ctx := s.evalCtxLocked(d.template, d.params)
 	for _, res := range d.template["resources"].([]any) {
 		m, _ := res.(map[string]any)
 		typ, _ := m["type"].(string)
-		name, _ := eval(m["name"], d.params).(string)
-		ev, _ := eval(m, d.params).(map[string]any)
+		v, err := ctx.value(m)
+		if err != nil {
+			d.state, d.errMsg = "Failed", "InvalidTemplate: "+err.Error()
+			return
+		}
+		ev, _ := v.(map[string]any)
+		name, _ := ev["name"].(string)
 		switch strings.ToLower(typ) {
 		case "microsoft.compute/virtualmachines":
 			props, _ := ev["properties"].(map[string]any)
@@ -459,8 +475,18 @@ func (s *Server) advanceDeploymentLocked(d *deployment) {
 			} else {
 				s.vms[name] = &VM{Name: name, Location: loc, Size: size, Power: "running", Deployment: d.name}
 			}
+			s.others[strings.ToLower(typ+"/"+name)] = ev
 		case "microsoft.network/virtualnetworks":
 			s.vnets[name] = ev
+		case "microsoft.network/publicipaddresses":
+			// ARM computes the FQDN of a DNS label.
+			props, _ := ev["properties"].(map[string]any)
+			if dns, ok := props["dnsSettings"].(map[string]any); ok {
+				if label, ok := dns["domainNameLabel"].(string); ok && label != "" {
+					dns["fqdn"] = fmt.Sprintf("%s.%s.cloudapp.azure.com", label, ev["location"])
+				}
+			}
+			s.others[strings.ToLower(typ+"/"+name)] = ev
 		default:
 			s.others[strings.ToLower(typ+"/"+name)] = ev
 		}
@@ -469,83 +495,53 @@ func (s *Server) advanceDeploymentLocked(d *deployment) {
 	d.outputs = map[string]any{}
 	for k, v := range outs {
 		if m, ok := v.(map[string]any); ok {
-			d.outputs[k] = eval(m["value"], d.params)
+			out, err := ctx.value(m["value"])
+			if err != nil {
+				d.state, d.errMsg = "Failed", "InvalidTemplate: output '"+k+"': "+err.Error()
+				return
+			}
+			d.outputs[k] = out
 		}
 	}
 	d.state = "Succeeded"
 }
 
-// eval evaluates the template expressions the fake understands:
-// "[parameters('x')]", "[concat(a, b, ...)]" of those and 'literals'.
-// Anything else is left as it is.
-func eval(v any, params map[string]any) any {
-	switch t := v.(type) {
-	case string:
-		if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") && !strings.HasPrefix(t, "[[") {
-			if out, ok := evalExpr(strings.TrimSpace(t[1:len(t)-1]), params); ok {
-				return out
-			}
-		}
-		return t
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = eval(x, params)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = eval(x, params)
-		}
-		return out
-	}
-	return v
+// evalCtxLocked is the expression context of a deployment of tpl in the
+// fake's resource group (see expr.go).
+func (s *Server) evalCtxLocked(tpl map[string]any, params map[string]any) *evalCtx {
+	declared, _ := tpl["parameters"].(map[string]any)
+	vars, _ := tpl["variables"].(map[string]any)
+	return &evalCtx{params: params, declared: declared, vars: vars,
+		sub: s.opts.Subscription, rg: s.opts.ResourceGroup, loc: s.opts.Location, busy: map[string]bool{},
+		lookup: s.resourceByIDLocked}
 }
 
-func evalExpr(e string, params map[string]any) (any, bool) {
-	switch {
-	case strings.HasPrefix(e, "'") && strings.HasSuffix(e, "'") && len(e) >= 2:
-		return strings.ReplaceAll(e[1:len(e)-1], "''", "'"), true
-	case strings.HasPrefix(e, "parameters(") && strings.HasSuffix(e, ")"):
-		name, ok := evalExpr(strings.TrimSpace(e[len("parameters("):len(e)-1]), params)
+// resourceByIDLocked finds a resource of the fake's resource group by its
+// ARM id.
+func (s *Server) resourceByIDLocked(id string) (map[string]any, bool) {
+	prefix := "/subscriptions/" + s.opts.Subscription + "/resourcegroups/" + s.opts.ResourceGroup + "/providers/"
+	if len(id) <= len(prefix) || !strings.EqualFold(id[:len(prefix)], prefix) {
+		return nil, false
+	}
+	parts := strings.Split(id[len(prefix):], "/")
+	if len(parts) != 3 {
+		return nil, false // nested resources are not kept
+	}
+	typ, name := parts[0]+"/"+parts[1], parts[2]
+	switch strings.ToLower(typ) {
+	case "microsoft.compute/virtualmachines":
+		vm, ok := s.vms[name]
 		if !ok {
 			return nil, false
 		}
-		v, found := params[fmt.Sprint(name)]
-		return v, found
-	case strings.HasPrefix(e, "concat(") && strings.HasSuffix(e, ")"):
-		var b strings.Builder
-		for _, arg := range splitArgs(e[len("concat(") : len(e)-1]) {
-			v, ok := evalExpr(strings.TrimSpace(arg), params)
-			if !ok {
-				return nil, false
-			}
-			b.WriteString(fmt.Sprint(v))
-		}
-		return b.String(), true
+		return map[string]any{"name": vm.Name, "location": vm.Location,
+			"properties": map[string]any{"hardwareProfile": map[string]any{"vmSize": vm.Size}}}, true
+	case "microsoft.network/virtualnetworks":
+		v, ok := s.vnets[name]
+		return v, ok
 	}
-	return nil, false
-}
-
-func splitArgs(s string) []string {
-	var out []string
-	depth, quote, start := 0, false, 0
-	for i, c := range s {
-		switch {
-		case c == '\'':
-			quote = !quote
-		case quote:
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case c == ',' && depth == 0:
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
+	v, ok := s.others[strings.ToLower(typ+"/"+name)]
+	return v, ok
 }
 
 // ---- virtual machines ----

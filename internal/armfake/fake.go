@@ -53,6 +53,9 @@ type Options struct {
 	// (defaults "00000000-0000-0000-0000-000000000000" and "bench-rg").
 	Subscription  string
 	ResourceGroup string
+	// Location is the resource group's location, resourceGroup().location
+	// in templates (default "westus2").
+	Location string
 	// Tenant is the Entra ID tenant (default "fake-tenant").
 	Tenant string
 	// ClientID with ClientSecret and/or ClientCert is the service principal
@@ -126,6 +129,9 @@ type fault struct {
 func New(opts Options) *Server {
 	if opts.Subscription == "" {
 		opts.Subscription = "00000000-0000-0000-0000-000000000000"
+	}
+	if opts.Location == "" {
+		opts.Location = "westus2"
 	}
 	if opts.ResourceGroup == "" {
 		opts.ResourceGroup = "bench-rg"

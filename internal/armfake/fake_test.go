@@ -4,25 +4,83 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestEval(t *testing.T) {
-	params := map[string]any{"vmName": "vm1", "n": int64(3), "list": []any{"a"}}
+	s := New(Options{ResourceGroup: "rg1", Location: "eastus"})
+	defer s.Close()
+	s.others["microsoft.network/publicipaddresses/ip1"] = map[string]any{"name": "ip1",
+		"properties": map[string]any{"dnsSettings": map[string]any{"fqdn": "ip1.eastus.cloudapp.azure.com"}}}
+	tpl := map[string]any{
+		"parameters": map[string]any{
+			"vmName": map[string]any{"type": "string"},
+			"n":      map[string]any{"type": "int"},
+			"list":   map[string]any{"type": "array"},
+			"loc":    map[string]any{"type": "string", "defaultValue": "[resourceGroup().location]"},
+			// A default using another parameter's default.
+			"dns":  map[string]any{"type": "string", "defaultValue": "[toLower(format('{0}-{1}', parameters('vmName'), uniqueString(resourceGroup().id)))]"},
+			"self": map[string]any{"type": "string", "defaultValue": "[parameters('self')]"},
+		},
+		"variables": map[string]any{
+			"nic": "[format('{0}-NetInt', parameters('vmName'))]",
+			"obj": map[string]any{"path": "[format('/home/{0}', variables('nic'))]"},
+		},
+	}
+	ctx := s.evalCtxLocked(tpl, map[string]any{"vmName": "VM1", "n": int64(3), "list": []any{"a", "b"}})
+	id := "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/"
 	for in, want := range map[string]any{
-		"[parameters('vmName')]":                   "vm1",
-		"[parameters('n')]":                        int64(3),
-		"[concat(parameters('vmName'), '-nic')]":   "vm1-nic",
-		"[concat('it''s ', parameters('vmName'))]": "it's vm1",
-		"[[literal]":                               "[[literal]",
-		"plain":                                    "plain",
-		"[resourceGroup().location]":               "[resourceGroup().location]",
-		"[concat(parameters('missing'), 'x')]":     "[concat(parameters('missing'), 'x')]",
+		"[parameters('vmName')]":                        "VM1",
+		"[parameters('n')]":                             int64(3),
+		"[parameters('list')[1]]":                       "b",
+		"[concat(parameters('vmName'), '-nic')]":        "VM1-nic",
+		"[concat('it''s ', parameters('vmName'))]":      "it's VM1",
+		"[[literal]":                                    "[literal]",
+		"plain":                                         "plain",
+		"[parameters('loc')]":                           "eastus",
+		"[resourceGroup().location]":                    "eastus",
+		"[resourceGroup().name]":                        "rg1",
+		"[variables('nic')]":                            "VM1-NetInt",
+		"[variables('obj').path]":                       "/home/VM1-NetInt",
+		"[toUpper('a')]":                                "A",
+		"[base64('hi')]":                                "aGk=",
+		"[if(equals(parameters('n'), 3), 'yes', 'no')]": "yes",
+		"[if(equals('a', 'b'), null(), 'else')]":        "else",
+		"[empty('')]":                                   true,
+		"[string(parameters('n'))]":                     "3",
+		"[resourceId('Microsoft.Network/networkSecurityGroups', 'nsg1')]":                        id + "Microsoft.Network/networkSecurityGroups/nsg1",
+		"[resourceId('Microsoft.Network/virtualNetworks/subnets', 'vnet1', 'sub1')]":             id + "Microsoft.Network/virtualNetworks/vnet1/subnets/sub1",
+		"[reference(resourceId('Microsoft.Network/publicIPAddresses', 'ip1')).dnsSettings.fqdn]": "ip1.eastus.cloudapp.azure.com",
+		"[format('ssh {0}@{1}', 'u', 'h')]":                                                      "ssh u@h",
 	} {
-		if got := eval(in, params); got != want {
-			t.Errorf("eval(%q) = %v, want %v", in, got, want)
+		got, err := ctx.value(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q = %#v, %v; want %#v", in, got, err, want)
+		}
+	}
+	dns, err := ctx.value("[parameters('dns')]")
+	if d, _ := dns.(string); err != nil || !strings.HasPrefix(d, "vm1-") || len(d) != len("vm1-")+13 || d != strings.ToLower(d) {
+		t.Errorf("dns label %q, %v", dns, err)
+	}
+	again, _ := s.evalCtxLocked(tpl, map[string]any{"vmName": "VM1"}).value("[parameters('dns')]")
+	if again != dns {
+		t.Errorf("uniqueString is not deterministic: %v, %v", dns, again)
+	}
+	// ARM refuses these; the fake fails the deployment with the message.
+	for in, msg := range map[string]string{
+		"[parameters('missing')]":             "parameter 'missing' is not found",
+		"[variables('missing')]":              "variable 'missing' is not found",
+		"[parameters('self')]":                "refers to itself",
+		"[listKeys('x', '2021-01-01')]":       "function 'listKeys' is not valid",
+		"[concat('a']":                        "is not valid",
+		"[reference(resourceId('a/b', 'x'))]": "is not defined",
+		"[format('{1}', 'a')]":                "bad placeholder",
+	} {
+		if got, err := ctx.value(in); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q = %v, %v; want an error with %q", in, got, err, msg)
 		}
 	}
 }
@@ -112,6 +170,23 @@ func TestARMBasics(t *testing.T) {
 	bad := strings.Replace(body, `"parameters": {"vmName": {"value": "vm1"}}`, `"parameters": {"vmName": {"value": "vm1"}, "extra": {"value": 1}}`, 1)
 	if st, _, m := do(t, s, "PUT", rg+"/providers/Microsoft.Resources/deployments/d2?api-version=x", tok, bad); st != 400 || !strings.Contains(m["error"].(map[string]any)["message"].(string), "'extra'") {
 		t.Errorf("extra parameter: %d %v", st, m)
+	}
+	// An expression the fake cannot evaluate: in a parameter default the
+	// PUT is refused, in a resource the deployment fails; both name it.
+	bad = strings.Replace(body, `"defaultValue": "westus"`, `"defaultValue": "[listKeys('x')]"`, 1)
+	if st, _, m := do(t, s, "PUT", rg+"/providers/Microsoft.Resources/deployments/d3?api-version=x", tok, bad); st != 400 || !strings.Contains(m["error"].(map[string]any)["message"].(string), "'listKeys'") {
+		t.Errorf("unknown function in a default: %d %v", st, m)
+	}
+	bad = strings.Replace(body, `"name": "[parameters('vmName')]"`, `"name": "[variables('nope')]"`, 1)
+	if st, _, m := do(t, s, "PUT", rg+"/providers/Microsoft.Resources/deployments/d4?api-version=x", tok, bad); st != 201 {
+		t.Fatalf("PUT d4: %d %v", st, m)
+	}
+	for range 2 {
+		_, _, m = do(t, s, "GET", rg+"/providers/Microsoft.Resources/deployments/d4?api-version=x", tok, "")
+	}
+	props := m["properties"].(map[string]any)
+	if props["provisioningState"] != "Failed" || !strings.Contains(props["error"].(map[string]any)["message"].(string), "variable 'nope' is not found") {
+		t.Errorf("unknown variable in a resource: %v", props)
 	}
 }
 
