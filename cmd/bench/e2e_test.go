@@ -351,6 +351,18 @@ func TestValidateCommand(t *testing.T) {
 	if r.code != 0 || strings.Contains(r.stdout, "warning") {
 		t.Errorf("--globals: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// --config_path (bench run's and mlos_bench's spelling) adds a folder
+	// to the search path: an include found only there resolves.
+	write(t, dir, "inc/env.jsonc", `{"name": "i", "class": "mlos_bench.environments.local.LocalEnv", "include_tunables": ["only-here-tunables.jsonc"], "config": {"run": ["true"]}}`, 0o644)
+	write(t, dir, "elsewhere/only-here-tunables.jsonc", `{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 10], "default": 1}}}}`, 0o644)
+	if r := runBench(t, dir, "validate", "inc/env.jsonc"); r.code != 1 {
+		t.Errorf("include outside the search path: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, flag := range []string{"--config_path", "--config-path"} {
+		if r := runBench(t, dir, "validate", flag, "elsewhere", "inc/env.jsonc"); r.code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", flag, r.code, r.stdout, r.stderr)
+		}
+	}
 	if r := runBench(t, dir, "validate", "--kind", "nonsense", "."); r.code != 2 {
 		t.Errorf("bad --kind: exit %d", r.code)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/benchtune/bench/configs/check"
 	"github.com/benchtune/bench/schemas"
@@ -14,7 +16,7 @@ func newValidateCmd() *cobra.Command {
 	var configPaths, globals []string
 	var schemaOnly bool
 	cmd := &cobra.Command{
-		Use:   "validate [--kind KIND] [--globals FILE...] [--schema-only] PATH...",
+		Use:   "validate [--kind KIND] [--globals FILE...] [--config_path DIR...] [--schema-only] PATH...",
 		Short: "Check config files and folders (recursively), as bench run would",
 		Long: `Check config files and folders (recursively): JSON5 syntax, the schema of
 each file's kind (detected from "$schema", the class, the structure or the
@@ -104,6 +106,10 @@ Exit code 0 when everything is valid, 1 otherwise, 2 on usage errors.`,
 	cmd.Flags().StringSliceVar(&configPaths, "config-path", nil, "folders to resolve includes in")
 	cmd.Flags().StringSliceVar(&globals, "globals", nil, "globals files, as bench run's --globals (values for required args)")
 	cmd.Flags().BoolVar(&schemaOnly, "schema-only", false, "only check each file against its kind's schema (no includes followed)")
+	// As bench run (and mlos_bench) spell them: --config_path, --schema_only.
+	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
 	return cmd
 }
 

@@ -90,6 +90,11 @@ type FileShareService struct {
 	name     string
 	authKind string // "shared key", "SAS" or "token" (for messages)
 	secrets  []string
+	// keyErr is a storageAccountKey that is not base64. As in mlos_bench,
+	// whose Azure SDK decodes the key when it signs the first request, it
+	// fails the first transfer, not the build (mlos_bench's own tests build
+	// its shipped configs with the key "bar").
+	keyErr error
 }
 
 var _ services.FileShare = (*FileShareService)(nil)
@@ -183,12 +188,13 @@ func NewFileShareService(c FileShareConfig, opts Options) (*FileShareService, er
 	var err error
 	switch {
 	case c.StorageAccountKey != "":
+		s.authKind = "shared key"
 		cred, cerr := share.NewSharedKeyCredential(c.StorageAccountName, c.StorageAccountKey)
 		if cerr != nil {
 			// The SDK's message names no part of the key; keep it out anyway.
-			return nil, &configError{"storageAccountKey", "is not a valid account key (base64)"}
+			s.keyErr = &configError{"storageAccountKey", "is not a valid account key (base64)"}
+			return s, nil
 		}
-		s.authKind = "shared key"
 		s.share, err = share.NewClientWithSharedKeyCredential(shareURL, cred, &co)
 	case c.StorageSasToken != "":
 		sas := strings.TrimPrefix(strings.TrimSpace(c.StorageSasToken), "?")
@@ -306,6 +312,9 @@ func (s *FileShareService) where(rel string) string { return s.name + ":/" + rel
 // folders as needed and replacing remote files. A missing local path wraps
 // fs.ErrNotExist.
 func (s *FileShareService) Upload(ctx context.Context, _ services.Params, localPath, remotePath string, recursive bool) error {
+	if s.keyErr != nil {
+		return fmt.Errorf("Azure Files upload to %s: %w", s.name, s.keyErr)
+	}
 	rel, err := cleanRemote(remotePath)
 	if err != nil {
 		return fmt.Errorf("Azure Files upload: %w", err)
@@ -392,6 +401,9 @@ func isMissing(err error) bool {
 // that names nothing wraps fs.ErrNotExist. Files are written to a
 // temporary name and renamed into place.
 func (s *FileShareService) Download(ctx context.Context, _ services.Params, remotePath, localPath string, recursive bool) error {
+	if s.keyErr != nil {
+		return fmt.Errorf("Azure Files download from %s: %w", s.name, s.keyErr)
+	}
 	rel, err := cleanRemote(remotePath)
 	if err != nil {
 		return fmt.Errorf("Azure Files download: %w", err)
