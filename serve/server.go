@@ -340,6 +340,31 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	if out.Ts.IsZero() {
+		out.Ts = time.Now().UTC()
+	}
+	if !out.Status.IsCompleted() {
+		if out.Status != trial.READY {
+			s.fail(w, http.StatusBadRequest, "trial %d: status %s is not the end of a run (want a final status, or READY)", req.TrialID, out.Status)
+			return
+		}
+		// A run that ended READY (a NetworkEnv or SaaSEnv alone): as in
+		// mlos_bench, and as a local runner does, the trial keeps that
+		// status, unfinished and without results.
+		if err := v.UpdateStatus(r.Context(), req.TrialID, out.Status, out.Ts); err != nil {
+			if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) || errors.Is(err, storage.ErrNotFound) {
+				s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker any more: %v", req.TrialID, err)
+				return
+			}
+			s.fail(w, http.StatusInternalServerError, "storing trial %d: %v", req.TrialID, err)
+			return
+		}
+		s.log.Warn("a trial's run ended without a final status; as in mlos_bench, it keeps it, unfinished and without results", "trial", req.TrialID, "worker", req.WorkerID, "status", out.Status)
+		writeJSON(w, http.StatusOK, struct {
+			Stored bool `json:"stored"`
+		}{true})
+		return
+	}
 	if out.Status == trial.SUCCEEDED {
 		if _, err := storage.Targets(s.exp.Info().Objectives).Scores(out.Status, out.Results); err != nil {
 			out.Status, out.FailureReason, out.Results = trial.FAILED, err.Error(), nil

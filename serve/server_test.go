@@ -143,6 +143,9 @@ func TestStaleResult(t *testing.T) {
 	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: json.RawMessage(`{"status": "RUNNING"}`)}, nil); code != http.StatusBadRequest {
 		t.Errorf("a non-final status: HTTP %d", code)
 	}
+	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: json.RawMessage(`{"status": "READY"}`)}, nil); code != http.StatusConflict {
+		t.Errorf("READY for a finished trial: HTTP %d", code)
+	}
 	trials, err := exp.Trials(ctx, storage.TrialFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -152,5 +155,21 @@ func TestStaleResult(t *testing.T) {
 	}
 	if trials[1].Status != trial.FAILED || !strings.Contains(trials[1].FailureReason, "score") {
 		t.Errorf("trial 2: %s %q", trials[1].Status, trials[1].FailureReason)
+	}
+	// A run that ended READY (a NetworkEnv alone): stored as is, unfinished
+	// and without results, as in mlos_bench.
+	if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "3"}}); err != nil {
+		t.Fatal(err)
+	}
+	var c3 ClaimResponse
+	if post(t, hs.URL+"/v1/claim", "tok-123", ClaimRequest{WorkerID: b, RunnerID: 1}, &c3); c3.Trial == nil || c3.Trial.TrialID != 3 {
+		t.Fatalf("B's third claim: %+v", c3)
+	}
+	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 3, Outcome: json.RawMessage(`{"status": "READY"}`)}, nil); code != 200 {
+		t.Fatalf("READY: HTTP %d", code)
+	}
+	t3, err := exp.Trial(ctx, 3)
+	if err != nil || t3.Status != trial.READY || len(t3.Results) != 0 {
+		t.Errorf("trial 3: %+v %v", t3, err)
 	}
 }
