@@ -178,7 +178,7 @@ func (c Config) hostKeyPolicy(t target) (ssh.HostKeyCallback, []string, error) {
 }
 
 // acceptNewHint tells how to turn trust on first use on.
-const acceptNewHint = `set "ssh_strict_host_key_checking": "accept-new" in the SSH service config to record the key of a host seen for the first time (trust on first use; a changed key is still refused)`
+const acceptNewHint = `set "ssh_strict_host_key_checking": "accept-new" in the SSH service config, or for every SSH service as a global (--ssh_strict_host_key_checking accept-new on the command line, or in a globals file), to record the key of a host seen for the first time (trust on first use; a changed key is still refused)`
 
 // knownHostsMu serializes the recording of new host keys in this process.
 var knownHostsMu sync.Mutex

@@ -12,6 +12,7 @@ package ssh
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/benchtune/bench/services"
@@ -62,8 +63,34 @@ func newHostServiceFromSpec(_ context.Context, spec services.Spec) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if cfg, err = globalHostKeyPolicy(cfg, spec); err != nil {
+		return nil, err
+	}
 	return NewHostService(cfg)
 }
+
+// globalHostKeyPolicy applies a global ssh_strict_host_key_checking to a
+// service whose config does not set it (bench only: unlike other globals,
+// it reaches configs without the key, such as mlos_bench's shipped SSH
+// service configs). A service that skips host key checks is left alone.
+func globalHostKeyPolicy(cfg Config, spec services.Spec) (Config, error) {
+	if _, own := spec.Config[strictHostKeyKey]; own || cfg.InsecureIgnoreHostKey {
+		return cfg, nil
+	}
+	v, ok := spec.Globals[strictHostKeyKey]
+	if !ok || v == nil {
+		return cfg, nil
+	}
+	str, isStr := v.(string)
+	cfg.StrictHostKeyChecking = str
+	if err := cfg.checkHostKeyPolicy(); !isStr || err != nil {
+		return Config{}, fmt.Errorf("global %s: want %q or %q, got %v", strictHostKeyKey, HostKeyStrict, HostKeyAcceptNew, v)
+	}
+	return cfg, nil
+}
+
+// strictHostKeyKey is the config key (and global) of the host key policy.
+const strictHostKeyKey = "ssh_strict_host_key_checking"
 
 // Close closes the cached connections. Runs in progress on the hosts go on.
 func (s *HostService) Close() error { return s.pool.Close() }
@@ -90,6 +117,9 @@ func NewFileShareService(cfg Config) (*FileShareService, error) {
 func newFileShareServiceFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	cfg, err := ParseConfig(spec.Config, spec.Ref, false)
 	if err != nil {
+		return nil, err
+	}
+	if cfg, err = globalHostKeyPolicy(cfg, spec); err != nil {
 		return nil, err
 	}
 	return NewFileShareService(cfg)
@@ -127,7 +157,7 @@ func logConfig(cfg Config, who string) {
 		slog.Warn(InsecureNotice(who))
 	case cfg.knownHostsNull:
 		slog.Debug(who+`: "ssh_known_hosts_path": null turns host key checks off in mlos_bench, but bench still checks host keys; `+
-			`set "ssh_strict_host_key_checking": "accept-new" to record the keys of hosts seen for the first time, `+
+			`set "ssh_strict_host_key_checking": "accept-new" (in the config, or as a global) to record the keys of hosts seen for the first time, `+
 			`or "ssh_insecure_ignore_host_key": true to skip the checks`, "known_hosts", cfg.KnownHostsPath)
 	}
 }

@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"context"
 	"errors"
 	"github.com/benchtune/bench/internal/capture"
 	"github.com/benchtune/bench/internal/shellenv"
@@ -313,5 +314,53 @@ func TestHostKeyErrorMessages(t *testing.T) {
 	e = &HostKeyError{Addr: "h:22", KnownHosts: "/kh", Offered: probeKey}
 	if msg := e.Error(); !strings.Contains(msg, "ssh-keyscan h >> /kh") {
 		t.Errorf("port 22 hint: %q", msg)
+	}
+}
+
+// TestGlobalHostKeyPolicy: a global ssh_strict_host_key_checking reaches
+// SSH services whose config does not set it (mlos_bench's shipped configs),
+// never one that sets it or skips host key checks.
+func TestGlobalHostKeyPolicy(t *testing.T) {
+	accept := services.Params{"ssh_strict_host_key_checking": "accept-new"}
+	cases := []struct {
+		name    string
+		config  map[string]any
+		globals services.Params
+		want    string
+		wantErr string
+	}{
+		{"no global", map[string]any{"ssh_known_hosts_path": nil}, nil, "", ""},
+		{"global reaches a config without the key", map[string]any{"ssh_known_hosts_path": nil}, accept, HostKeyAcceptNew, ""},
+		{"the config's own key wins", map[string]any{"ssh_strict_host_key_checking": "yes"}, accept, HostKeyStrict, ""},
+		{"insecure config left alone", map[string]any{"ssh_insecure_ignore_host_key": true}, accept, "", ""},
+		{"bad global", map[string]any{}, services.Params{"ssh_strict_host_key_checking": "maybe"}, "", `global ssh_strict_host_key_checking: want "yes" or "accept-new", got maybe`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, build := range []func(context.Context, services.Spec) (any, error){newHostServiceFromSpec, newFileShareServiceFromSpec} {
+				svc, err := build(context.Background(), services.Spec{Config: tc.config, Globals: tc.globals})
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("error %v, want %q", err, tc.wantErr)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got string
+				switch s := svc.(type) {
+				case *HostService:
+					got = s.cfg.StrictHostKeyChecking
+					s.Close()
+				case *FileShareService:
+					got = s.cfg.StrictHostKeyChecking
+					s.Close()
+				}
+				if got != tc.want {
+					t.Errorf("%T: policy %q, want %q", svc, got, tc.want)
+				}
+			}
+		})
 	}
 }
