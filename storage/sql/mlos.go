@@ -291,6 +291,15 @@ func (s *Store) examine(ctx context.Context, q querier) (kind schemaKind, rev st
 	if err != nil || !ok {
 		return 0, "", ok, err
 	}
+	if _, my := s.dialect.(mysqlDialect); my {
+		// MySQL shows another process's migration half done (its DDL is
+		// not transactional); goose creates its version table first, so a
+		// database with it is bench's. Otherwise only an mlos_bench
+		// database is told apart (and refused, below).
+		if _, has := d[versionTable]; has {
+			return kindBench, "", true, nil
+		}
+	}
 	var revs []string
 	if _, has := d["alembic_version"]; has {
 		rows, err := q.QueryContext(ctx, `SELECT version_num FROM alembic_version`)
