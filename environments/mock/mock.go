@@ -7,8 +7,9 @@
 // (value - low) / (high - low) clipped to [0, 1] (a special value outside
 // the range counts as 0 or 1) and a categorical tunable's is the index of
 // its value divided by (number of values - 1) (0 when there is only one
-// value). With mock_env_seed > 0, Gaussian noise (σ = 0.2) from a generator
-// seeded with it is added; mock_env_seed 0 adds noise from an unseeded
+// value). With mock_env_seed > 0, Gaussian noise (σ = 0.2) from Python's
+// random.Random(seed).gauss, as mlos_bench draws it, is added (so a seed
+// gives mlos_bench's numbers); mock_env_seed 0 adds noise from an unseeded
 // generator, a negative or absent seed adds none. The score is clipped to
 // [0, 1], scaled to mock_env_range (default [0, 1]) and reported under
 // every name of mock_env_metrics (default ["score"]). An environment
@@ -26,6 +27,7 @@ import (
 
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/environments/internal/script"
+	"github.com/benchtune/bench/internal/pyrand"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -60,8 +62,8 @@ type Env struct {
 
 	mu        sync.Mutex
 	ready     bool
-	runRand   *rand.Rand // nil: no noise
-	statusRnd *rand.Rand
+	runRand   *pyrand.Rand // nil: no noise
+	statusRnd *pyrand.Rand
 }
 
 var _ environments.Environment = (*Env)(nil)
@@ -99,14 +101,17 @@ func New(_ context.Context, spec environments.Spec) (environments.Environment, e
 	return e, nil
 }
 
-func newRand(seed int64) *rand.Rand {
+// newRand returns the noise generator: Python's random.Random(seed), as
+// mlos_bench's MockEnv uses, so that a seed gives mlos_bench's numbers.
+func newRand(seed int64) *pyrand.Rand {
 	switch {
 	case seed < 0:
 		return nil
 	case seed == 0:
-		return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+		// mlos_bench: random.Random(None), seeded from the OS.
+		return pyrand.New(int64(rand.Uint64() >> 1))
 	}
-	return rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	return pyrand.New(seed)
 }
 
 // Normalized maps a tunable's current value to [0, 1] as MockEnv scores
@@ -141,10 +146,10 @@ func Score(tun *tunables.Groups) float64 {
 	return sum / float64(len(ts))
 }
 
-func (e *Env) produce(rng *rand.Rand) map[string]any {
+func (e *Env) produce(rng *pyrand.Rand) map[string]any {
 	score := Score(e.Tunables())
 	if rng != nil {
-		score += rng.NormFloat64() * NoiseSigma
+		score += rng.Gauss(0, NoiseSigma)
 	}
 	score = math.Min(1, math.Max(0, score))
 	score = e.lo + score*(e.hi-e.lo)

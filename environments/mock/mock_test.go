@@ -92,6 +92,15 @@ func TestSeededNoise(t *testing.T) {
 	if a[0] == a[1] {
 		t.Errorf("consecutive runs gave the same noisy score %v", a[0])
 	}
+	// The noise is mlos_bench's: Python's random.Random(42).gauss(0, 0.2)
+	// (the draws below printed by CPython; equal up to the last bit of
+	// log/sin/cos), so the scores are those mlos_bench's MockEnv gives.
+	base := (runScores(t, f, mockJSON(""), 1)[0] - 60) / 60
+	for i, g := range []float64{-0.028818065915585674, -0.03458072006630386, -0.022263172313532493, 0.14039674501977262, -0.02551765675657742} {
+		if want := 60 + (base+g)*60; math.Abs(a[i]-want) > 1e-12 {
+			t.Errorf("run %d with seed 42: score %v, mlos_bench's %v", i+1, a[i], want)
+		}
+	}
 	noiseFree := runScores(t, f, mockJSON(""), 1)[0]
 	// Seed 0: noise from an unseeded generator.
 	u := runScores(t, f, mockJSON(`, "mock_env_seed": 0`), 5)
