@@ -55,6 +55,27 @@ func TestMlosBenchLogLines(t *testing.T) {
 	}
 }
 
+// "Iteration N" is mlos_bench's optimizer iteration: the number of
+// suggestions made so far, the same for every repeat of a configuration.
+func TestMlosBenchIterationWithRepeats(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	s := newSetup(t, st, Config{ExperimentID: "e1", TrialConfigRepeatCount: 3},
+		map[string]any{"optimizer_type": "FLAML", "max_suggestions": int64(2)}, func(ctx context.Context, p environments.Params) environments.Result { return score(p) })
+	var b bytes.Buffer
+	s.sched.log = slog.New(clilog.File(&b, slog.LevelInfo))
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`INFO (Iteration \d+) :: Register`).FindAllStringSubmatch(b.String(), -1) {
+		got = append(got, m[1])
+	}
+	want := []string{"Iteration 1", "Iteration 1", "Iteration 1", "Iteration 2", "Iteration 2", "Iteration 2"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("register lines %v, want %v", got, want)
+	}
+}
+
 // The planned count is known as soon as the scheduler exists, before Start
 // (the progress bar is made from it).
 func TestPlannedBeforeStart(t *testing.T) {

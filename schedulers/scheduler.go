@@ -332,6 +332,9 @@ type dispatch struct {
 	// aheadLeft counts the trials this process queued ahead (stored
 	// unowned) that it has not seen claimed yet.
 	aheadLeft int
+	// suggestions counts the configurations the optimizer suggested in
+	// this process (mlos_bench's optimizer iteration).
+	suggestions int
 	// observed holds the trials whose outcome the optimizer has seen.
 	observed map[int]bool
 	// waiting maps an unfinished trial to the trials of the same
@@ -347,7 +350,6 @@ type dispatch struct {
 	firstFailures []string
 	firstReason   string
 	best          *Best
-	registered    int // outcomes given to the optimizer (its iterations)
 	// others reports trials owned by other processes: the dispatcher then
 	// polls storage for their outcomes.
 	others     bool
@@ -750,6 +752,7 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("optimizer %s: %w", s.opt.Name(), err)
 	}
+	d.suggestions += len(sugs)
 	if len(sugs) == 0 {
 		d.noMore = true
 		return false, nil
@@ -1222,12 +1225,9 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	if out.Status != trial.CANCELED && !s.o.Worker {
 		tun := s.runnerTunables()
 		if err := tun.Assign(stringValues(t.Params)); err == nil {
-			d.registered++
-			iteration := d.registered
-			if it.sugID > 0 {
-				iteration = it.sugID
-			}
-			s.logRegister(iteration, tun, out)
+			// As mlos_bench's "Iteration N": the number of suggestions the
+			// optimizer has made so far.
+			s.logRegister(d.suggestions, tun, out)
 			if _, err := s.opt.Observe(it.sugID, tun, out.Status, out.Results); err != nil {
 				s.log.Warn("optimizer could not take in a result", "trial", t.ID, "err", err)
 			}
@@ -1422,6 +1422,7 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("optimizer %s: %w", s.opt.Name(), err)
 	}
+	d.suggestions += len(sugs)
 	if len(sugs) == 0 {
 		d.noMore = true
 	}
