@@ -15,9 +15,11 @@ package schemas
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 )
@@ -127,4 +129,35 @@ func Export(dir string) error {
 		}
 		return nil
 	})
+}
+
+// ClassNames returns, for each JSON schema file under dir (a folder of
+// FS, e.g. "services/remote/azure"), the class names its "class" property
+// allows (its enum). Files without such an enum are left out.
+func ClassNames(dir string) (map[string][]string, error) {
+	out := map[string][]string{}
+	err := fs.WalkDir(FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".json" {
+			return err
+		}
+		data, err := fs.ReadFile(FS(), p)
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Properties struct {
+				Class struct {
+					Enum []string `json:"enum"`
+				} `json:"class"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if len(doc.Properties.Class.Enum) > 0 {
+			out[p] = doc.Properties.Class.Enum
+		}
+		return nil
+	})
+	return out, err
 }

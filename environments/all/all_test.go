@@ -1,9 +1,6 @@
 package all_test
 
 import (
-	"encoding/json"
-	"io/fs"
-	"path"
 	"strings"
 	"testing"
 
@@ -20,34 +17,17 @@ func TestEveryClassOfTheSchemasIsRegistered(t *testing.T) {
 		registered[c] = true
 	}
 	var seen int
-	err := fs.WalkDir(schemas.FS(), "environments", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(p) != ".json" {
-			return err
-		}
-		data, err := fs.ReadFile(schemas.FS(), p)
-		if err != nil {
-			return err
-		}
-		var doc struct {
-			Properties struct {
-				Class struct {
-					Enum []string `json:"enum"`
-				} `json:"class"`
-			} `json:"properties"`
-		}
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return err
-		}
-		for _, c := range doc.Properties.Class.Enum {
+	files, err := schemas.ClassNames("environments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, classes := range files {
+		for _, c := range classes {
 			seen++
 			if !registered[c] {
 				t.Errorf("%s: class %q is not registered", p, c)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if seen < 30 {
 		t.Errorf("found only %d class names in the schemas", seen)

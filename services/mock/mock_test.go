@@ -2,11 +2,9 @@ package mock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,34 +39,20 @@ func build(t *testing.T, text string, globals services.Params) any {
 // mlos_bench's service schemas name builds a service.
 func TestEveryMockClassOfTheSchemasIsRegistered(t *testing.T) {
 	var seen []string
-	err := fs.WalkDir(schemas.FS(), "services", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(p) != ".json" || !strings.Contains(p, "mock") {
-			return err
+	files, err := schemas.ClassNames("services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, classes := range files {
+		if !strings.Contains(p, "mock") {
+			continue
 		}
-		data, err := fs.ReadFile(schemas.FS(), p)
-		if err != nil {
-			return err
-		}
-		var doc struct {
-			Properties struct {
-				Class struct {
-					Enum []string `json:"enum"`
-				} `json:"class"`
-			} `json:"properties"`
-		}
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return err
-		}
-		for _, c := range doc.Properties.Class.Enum {
+		for _, c := range classes {
 			seen = append(seen, c)
 			if !slices.Contains(services.Classes(), c) {
 				t.Errorf("%s: class %q is not registered", p, c)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(seen) != 8 {
 		t.Errorf("found %d mock classes in the schemas, want 8: %v", len(seen), seen)
