@@ -12,10 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/decode"
 	internalregistry "github.com/benchtune/bench/internal/registry"
 )
 
@@ -325,4 +328,29 @@ func (s *Stack) Close() error {
 	}
 	s.items = nil
 	return errors.Join(errs...)
+}
+
+// DecodeConfig decodes spec.Config into out (a pointer to a struct with
+// json tags; unknown keys are an error), with an error located at the
+// offending key of the service's "config".
+func DecodeConfig(spec Spec, out any) error {
+	err := decode.Into(spec.Config, out)
+	if err == nil {
+		return nil
+	}
+	cref := spec.Ref.Child("config")
+	// Find the key at fault by decoding the keys one at a time.
+	keys := make([]string, 0, len(spec.Config))
+	for k := range spec.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	typ := reflect.TypeOf(out).Elem()
+	for _, k := range keys {
+		probe := reflect.New(typ).Interface()
+		if kerr := decode.Into(map[string]any{k: spec.Config[k]}, probe); kerr != nil {
+			return cref.Child(k).Errorf("%v", kerr)
+		}
+	}
+	return cref.Errorf("%v", err)
 }

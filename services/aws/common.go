@@ -18,8 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"reflect"
-	"sort"
 	"strings"
 	"time"
 
@@ -81,31 +79,6 @@ func loadAWSConfig(ctx context.Context, c CommonConfig) (aws.Config, error) {
 		return aws.Config{}, errors.New("no AWS region: set config key \"region\", AWS_REGION, or a region in the AWS profile")
 	}
 	return cfg, nil
-}
-
-// decodeConfig decodes a service's config map into out (a pointer to a
-// struct), with errors located at the offending key of the service's
-// config.
-func decodeConfig(spec services.Spec, out any) error {
-	err := decode.Into(spec.Config, out)
-	if err == nil {
-		return nil
-	}
-	cref := spec.Ref.Child("config")
-	// Find the key at fault by decoding the keys one at a time.
-	keys := make([]string, 0, len(spec.Config))
-	for k := range spec.Config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	typ := reflect.TypeOf(out).Elem()
-	for _, k := range keys {
-		probe := reflect.New(typ).Interface()
-		if kerr := decode.Into(map[string]any{k: spec.Config[k]}, probe); kerr != nil {
-			return cref.Child(k).Errorf("%v", kerr)
-		}
-	}
-	return cref.Errorf("%v", err)
 }
 
 // apiErrorCode returns the AWS error code of err ("" if none).

@@ -119,7 +119,7 @@ var (
 
 func newEC2FromSpec(ctx context.Context, spec services.Spec) (any, error) {
 	var c EC2Config
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	cref := spec.Ref.Child("config")

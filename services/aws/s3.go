@@ -75,7 +75,7 @@ var _ services.FileShare = (*S3FileShareService)(nil)
 
 func newS3FromSpec(ctx context.Context, spec services.Spec) (any, error) {
 	var c S3Config
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	cref := spec.Ref.Child("config")

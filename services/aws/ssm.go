@@ -79,7 +79,7 @@ var shellPathRE = regexp.MustCompile(`^/[A-Za-z0-9_./+-]+$`)
 
 func newSSMFromSpec(ctx context.Context, spec services.Spec) (any, error) {
 	var c SSMConfig
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	cref := spec.Ref.Child("config")

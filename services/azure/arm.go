@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -111,28 +110,6 @@ type deploymentConfig struct {
 	ResourceGroup                string         `json:"resourceGroup"`
 	DeploymentTemplatePath       *string        `json:"deploymentTemplatePath"`
 	DeploymentTemplateParameters map[string]any `json:"deploymentTemplateParameters"`
-}
-
-// decodeConfig decodes a service's config into out, naming the offending
-// key in errors.
-func decodeConfig[T any](spec services.Spec, out *T) error {
-	err := decode.Into(spec.Config, out)
-	if err == nil {
-		return nil
-	}
-	cref := spec.Ref.Child("config")
-	keys := make([]string, 0, len(spec.Config))
-	for k := range spec.Config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		probe := reflect.New(reflect.TypeOf(*out)).Interface()
-		if kerr := decode.Into(map[string]any{k: spec.Config[k]}, probe); kerr != nil {
-			return cref.Child(k).Errorf("%v", kerr)
-		}
-	}
-	return cref.Errorf("%v", err)
 }
 
 // armClient sends ARM requests through azcore's pipeline (retries with

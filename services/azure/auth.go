@@ -70,7 +70,7 @@ var (
 
 func newAuthFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	var c AuthConfig
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	s, err := NewAuthService(c)

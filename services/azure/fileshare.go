@@ -111,7 +111,7 @@ var accountNameRE = regexp.MustCompile(`^[a-z0-9]{3,24}$`)
 
 func newFileShareFromSpec(ctx context.Context, spec services.Spec) (any, error) {
 	var c FileShareConfig
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	var opts Options

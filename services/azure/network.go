@@ -44,7 +44,7 @@ var _ services.NetworkProvisioning = (*NetworkService)(nil)
 
 func newNetworkFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	var c NetworkConfig
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	d, err := newDeployer(spec, c.deploymentConfig, "AzureNetworkService")

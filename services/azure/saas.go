@@ -79,7 +79,7 @@ var (
 
 func newSaaSFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	var c SaaSConfig
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	auth, ok := services.Find[services.Auth](spec.Parent)

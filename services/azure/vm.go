@@ -62,7 +62,7 @@ var (
 
 func newVMFromSpec(_ context.Context, spec services.Spec) (any, error) {
 	var c VMConfig
-	if err := decodeConfig(spec, &c); err != nil {
+	if err := services.DecodeConfig(spec, &c); err != nil {
 		return nil, err
 	}
 	d, err := newDeployer(spec, c.deploymentConfig, "AzureVMService")
