@@ -89,6 +89,7 @@ func TestValidateMatchesRun(t *testing.T) {
 		{name: "cyclic include", files: map[string]string{"env.jsonc": `{"name": "c", "class": "mlos_bench.environments.CompositeEnv", "config": {"include_children": ["env.jsonc"]}}`}, want: "cyclic include of environment configs"},
 		{name: "composite without children", files: map[string]string{"env.jsonc": `{"name": "c", "class": "mlos_bench.environments.CompositeEnv", "config": {"children": []}}`}, want: "/config/children"},
 		{name: "required arg without a value", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `"tunable_params"`, `"required_args": ["needed"], "tunable_params"`, 1)}, want: `missing required parameter "needed"`},
+		{name: "shell_env_params name no parameter provides", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `"tunable_params"`, `"const_args": {"chunk_kb": 64}, "shell_env_params": ["chunk_kbb"], "tunable_params"`, 1)}, want: `no parameter "chunk_kbb" (did you mean "chunk_kb"?)`},
 		{name: "results pattern with one group", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `(score) (\\d+)`, `score (\\d+)`, 1)}, want: "has 1 group(s); it needs two"},
 		{name: "tunable group not defined", files: map[string]string{"env.jsonc": strings.Replace(localEnv, `["g"]`, `["nogroup"]`, 1)}, want: `"nogroup"`},
 		{name: "bad tunables file", files: map[string]string{"tunables.jsonc": `{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 10], "default": 11}}}}`}, want: "outside the range"},

@@ -161,6 +161,9 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := script.CheckEnvParams(sc, base.Parameters(), cfgRef, spec.Name); err != nil {
+		return nil, err
+	}
 	sub := map[string]any{}
 	for _, k := range own {
 		if v, ok := spec.Config[k]; ok {

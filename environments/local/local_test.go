@@ -332,13 +332,46 @@ func TestShellEnvParams(t *testing.T) {
 	}
 }
 
+// TestShellEnvParamUnknown: a shell_env_params name (or a rename's
+// target) that no parameter provides would fail every trial, so building
+// the environment fails, at the name's JSON path, with the closest
+// parameter name.
 func TestShellEnvParamUnknown(t *testing.T) {
 	f := envtest.New(t, nil)
-	env := localEnv(t, f, map[string]any{"shell_env_params": []string{"nope"}, "setup": []string{"true"}}, nil)
-	envtest.Open(t, env)
-	err := env.Setup(context.Background(), f.Tunables, nil)
-	if err == nil || !strings.Contains(err.Error(), `parameter "nope" has no value`) {
-		t.Fatalf("err = %v", err)
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]any
+		want []string
+	}{
+		{"typo of a const_arg", map[string]any{"const_args": map[string]any{"chunk_kb": 64}, "shell_env_params": []string{"chunk_kb", "chunk_kbb"}, "setup": []string{"true"}},
+			[]string{`/config/shell_env_params/1`, `no parameter "chunk_kbb" (did you mean "chunk_kb"?)`}},
+		{"typo of a tunable", map[string]any{"tunable_params": []string{"kernel"}, "shell_env_params": []string{"kernel_sched_latency_nss"}, "setup": []string{"true"}},
+			[]string{`/config/shell_env_params/0`, `(did you mean "kernel_sched_latency_ns"?)`}},
+		{"nothing close", map[string]any{"shell_env_params": []string{"nope"}, "setup": []string{"true"}},
+			[]string{`/config/shell_env_params/0`, `no parameter "nope": an environment's parameters are`}},
+		{"rename target", map[string]any{"const_args": map[string]any{"pw": "x"}, "shell_env_params_rename": map[string]string{"PGPASSWORD": "pww"}, "setup": []string{"true"}},
+			[]string{`/config/shell_env_params_rename/PGPASSWORD`, `no parameter "pww" (did you mean "pw"?)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.TryBuild(envJSON(t, "mlos_bench.environments.local.LocalEnv", "e", tc.cfg), nil)
+			if err == nil {
+				t.Fatal("built")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	// Provided by const_args, required_args (from the globals), the
+	// tunables and the common args: built.
+	if _, err := f.TryBuild(envJSON(t, "mlos_bench.environments.local.LocalEnv", "e", map[string]any{
+		"const_args": map[string]any{"aa": 1}, "required_args": []string{"gg"}, "tunable_params": []string{"kernel"},
+		"shell_env_params": []string{"aa", "gg", "kernel_sched_latency_ns", "experiment_id", "trial_id", "trial_runner_id"},
+		"setup":            []string{"true"},
+	}), environments.Params{"gg": "from-globals"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -158,6 +158,9 @@ func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Envir
 	if err != nil {
 		return nil, err
 	}
+	if err := script.CheckEnvParams(sc, base.Parameters(), ref, spec.Name); err != nil {
+		return nil, err
+	}
 	var raw rawRemote
 	sub := map[string]any{}
 	for _, k := range own {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/suggest"
 )
 
 var invalidShellChars = regexp.MustCompile(`[^a-zA-Z0-9_]`)
@@ -76,3 +78,40 @@ func CommandName(env, phase string) string {
 }
 
 var nonWord = regexp.MustCompile(`\W+`)
+
+// CheckEnvParams reports a shell_env_params entry (or a
+// shell_env_params_rename target) that no parameter of the environment
+// provides: such a name would fail every trial at its first line (as in
+// mlos_bench, where it is a KeyError), so it is an error when the
+// environment is built, before anything runs, with a did-you-mean. params
+// are the environment's parameters (const_args, required_args and its
+// tunables); ref points at its "config" object.
+func CheckEnvParams(c *Config, params map[string]any, ref source.Ref, env string) error {
+	known := make([]string, 0, len(params))
+	for k := range params {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	check := func(name string, at source.Ref) error {
+		if _, ok := params[name]; ok {
+			return nil
+		}
+		return at.Errorf("environment %q: shell_env_params: no parameter %q%s: an environment's parameters are its const_args, required_args and tunables (plus experiment_id, trial_id and trial_runner_id)", env, name, suggest.Hint(name, known))
+	}
+	for i, name := range c.ShellEnvParams {
+		if err := check(name, ref.Child("shell_env_params").Index(i)); err != nil {
+			return err
+		}
+	}
+	renames := make([]string, 0, len(c.ShellEnvRename))
+	for k := range c.ShellEnvRename {
+		renames = append(renames, k)
+	}
+	sort.Strings(renames)
+	for _, k := range renames {
+		if err := check(c.ShellEnvRename[k], ref.Child("shell_env_params_rename").Child(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
