@@ -33,6 +33,10 @@ type Result struct {
 	Metrics map[string]any
 	// Reason says why the run did not succeed, for the user.
 	Reason string
+	// Notes are what the run noticed that may explain a missing metric
+	// without failing it (a results_stdout_pattern that matched nothing);
+	// a trial that fails for a missing target metric says them.
+	Notes []string
 }
 
 // StatusReport is the outcome of Status.

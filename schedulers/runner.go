@@ -217,6 +217,7 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	out.Ts = res.Time
 	out.Results = res.Metrics
 	out.FailureReason = res.Reason
+	out.Notes = res.Notes
 	if st.Err != nil && out.Status == trial.SUCCEEDED {
 		out.Status = trial.FAILED
 		out.FailureReason = "reading telemetry: " + st.Err.Error()

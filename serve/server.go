@@ -367,7 +367,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	}
 	if out.Status == trial.SUCCEEDED {
 		if _, err := storage.Targets(s.exp.Info().Objectives).Scores(out.Status, out.Results); err != nil {
-			out.Status, out.FailureReason, out.Results = trial.FAILED, err.Error(), nil
+			out.Status, out.FailureReason, out.Results = trial.FAILED, trial.MissingMetricReason(err, out.Notes), nil
 		}
 	}
 	if out.Ts.IsZero() {

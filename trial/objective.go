@@ -3,10 +3,14 @@ package trial
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/benchtune/bench/internal/suggest"
 )
 
 // Objective is one optimization target of an experiment.
@@ -48,7 +52,11 @@ func (os Objectives) Scores(status Status, results map[string]any) ([]float64, e
 	for i, o := range os {
 		v, ok := results[o.Name]
 		if !ok {
-			return nil, fmt.Errorf("%w: the trial succeeded but its results have no %q metric, the optimization target (got %s)", ErrMissingMetric, o.Name, metricNames(results))
+			hint := ""
+			if c, ok := suggest.Closest(o.Name, slices.Sorted(maps.Keys(results))); ok {
+				hint = fmt.Sprintf("; did you mean %q?", c)
+			}
+			return nil, fmt.Errorf("%w: the trial succeeded but its results have no %q metric, the optimization target%s (got %s)", ErrMissingMetric, o.Name, hint, metricNames(results))
 		}
 		f, ok := Numeric(v)
 		if !ok || math.IsInf(f, 0) {
@@ -60,6 +68,17 @@ func (os Objectives) Scores(status Status, results map[string]any) ([]float64, e
 		out[i] = f
 	}
 	return out, nil
+}
+
+// MissingMetricReason is the failure reason of a trial that succeeded but
+// whose results Scores rejects: the error's words, then the environment's
+// notes (Outcome.Notes: a results pattern that matched none of the output,
+// with its first lines).
+func MissingMetricReason(err error, notes []string) string {
+	if len(notes) == 0 {
+		return err.Error()
+	}
+	return err.Error() + "; " + strings.Join(notes, "; ")
 }
 
 // Values turns scores back into the metrics' own signs (undoing the

@@ -30,6 +30,9 @@ type Outcome struct {
 	Output []Output
 	// FailureReason says why a trial did not succeed.
 	FailureReason string
+	// Notes are the environment's remarks that may explain a missing
+	// target metric (environments.Result.Notes); not stored.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Telemetry is one time-stamped metric value. Values may be numbers,

@@ -183,7 +183,7 @@ func storeOutcome(ctx context.Context, l *configs.Launch, req *engines.Request, 
 	}
 	if out.Status == trial.SUCCEEDED {
 		if _, err := storage.Targets(exp.Info().Objectives).Scores(out.Status, out.Results); err != nil {
-			out.Status, out.FailureReason, out.Results = trial.FAILED, err.Error(), nil
+			out.Status, out.FailureReason, out.Results = trial.FAILED, trial.MissingMetricReason(err, out.Notes), nil
 		}
 	}
 	if err := exp.WithOwner(req.Owner, time.Minute).Finish(sctx, req.TrialID, *out); err != nil {

@@ -302,14 +302,16 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 	}
 	metrics := map[string]any{}
 	var last environments.Result
+	var notes []string
 	for _, c := range e.children {
 		last = c.Run(ctx)
 		if !last.Status.IsGood() {
 			return environments.Result{Status: last.Status, Time: last.Time, Reason: last.Reason}
 		}
 		maps.Copy(metrics, last.Metrics)
+		notes = append(notes, last.Notes...)
 	}
-	out := environments.Result{Status: last.Status, Time: last.Time, Reason: last.Reason}
+	out := environments.Result{Status: last.Status, Time: last.Time, Reason: last.Reason, Notes: notes}
 	if last.Status == environments.SUCCEEDED {
 		out.Metrics = metrics
 	}

@@ -297,6 +297,10 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 	}
 	runWall := time.Since(start)
 	metrics := script.ParseStdout(e.script.Pattern, res.Stdout)
+	var notes []string
+	if n := script.PatternNote(e.script.Pattern, res.Stdout, e.who()); n != "" {
+		notes = append(notes, n)
+	}
 	e.AddSetupReused(metrics)
 	e.measureMu.Lock()
 	measure, setupWall := e.measure, e.setupWall
@@ -315,7 +319,7 @@ func (e *RemoteEnv) Run(ctx context.Context) environments.Result {
 		}
 		add("run", runWall)
 	}
-	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
+	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics, Notes: notes}
 }
 
 // measuring tells whether the built-in measurements are on: the config

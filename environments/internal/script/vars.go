@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/configs"
@@ -114,4 +115,34 @@ func CheckEnvParams(c *Config, params map[string]any, ref source.Ref, env string
 		}
 	}
 	return nil
+}
+
+// PatternNote says that a results_stdout_pattern matched none of the
+// run's output lines, with the first few lines (each cut to a bounded
+// length): a note for the trial's failure if a target metric is then
+// missing. It is "" when there is no pattern or it matched.
+func PatternNote(pattern *regexp.Regexp, stdout, who string) string {
+	if pattern == nil || pattern.MatchString(stdout) {
+		return ""
+	}
+	text := strings.TrimRight(stdout, "\n")
+	if strings.TrimSpace(text) == "" {
+		return fmt.Sprintf("%s: results_stdout_pattern %q matched nothing: the run printed nothing on stdout", who, pattern.String()[len("(?m)"):])
+	}
+	lines := strings.Split(text, "\n")
+	const maxLines, maxLen = 5, 120
+	shown := make([]string, 0, maxLines)
+	for _, l := range lines[:min(len(lines), maxLines)] {
+		l = strings.TrimRight(l, "\r")
+		if r := []rune(l); len(r) > maxLen {
+			l = string(r[:maxLen]) + "…"
+		}
+		shown = append(shown, strconv.Quote(l))
+	}
+	first := "the first lines"
+	if len(lines) <= maxLines {
+		first = "they are"
+	}
+	return fmt.Sprintf("%s: results_stdout_pattern %q matched none of the run's %d output line(s); %s: %s",
+		who, pattern.String()[len("(?m)"):], len(lines), first, strings.Join(shown, ", "))
 }
