@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/internal/reaper"
@@ -25,16 +26,70 @@ func ReapStale() string {
 	if err != nil {
 		slog.Warn("cannot remove temp folders left by a bench that died", "err", err)
 	}
-	var parts []string
 	if len(k.PIDs) > 0 {
-		parts = append(parts, fmt.Sprintf("killed %d processes left running by bench processes that died (%s)", len(k.PIDs), strings.Join(k.Owners, ", ")))
 		slog.Info("killed stale trial processes", "pids", k.PIDs, "owners", k.Owners)
 	}
 	if len(dirs) > 0 {
-		parts = append(parts, fmt.Sprintf("removed %d temp folders they left", len(dirs)))
 		slog.Info("removed stale temp folders", "dirs", dirs)
 	}
+	return reapMessage(len(k.PIDs), k.Owners, dirs)
+}
+
+// reapMessage says what ReapStale did, naming whose leftovers they were:
+// the bench processes that died (by process id, from their owner marks)
+// and, for temp folders, what they were made for (the environments'
+// trials, by environment name).
+func reapMessage(killed int, owners []string, dirs []string) string {
+	var parts []string
+	if killed > 0 {
+		var pids []string
+		for _, m := range owners {
+			if o, ok := reaper.ParseOwner(m); ok {
+				pids = appendNew(pids, strconv.Itoa(o.PID))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("killed %d processes left running by %s", killed, deadBenches(pids)))
+	}
+	if len(dirs) > 0 {
+		var pids, names []string
+		for _, d := range dirs {
+			if name, o, ok := local.TempDirOwner(d); ok {
+				pids = appendNew(pids, strconv.Itoa(o.PID))
+				names = appendNew(names, strconv.Quote(name))
+			}
+		}
+		msg := fmt.Sprintf("removed %d temp folders left by %s", len(dirs), deadBenches(pids))
+		if len(names) > 0 {
+			msg += fmt.Sprintf(" (made for %s)", strings.Join(names, ", "))
+		}
+		parts = append(parts, msg)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// deadBenches names the bench processes that died: "bench process 42,
+// which died", "bench processes 42 and 43, which died" (five at most, then
+// how many others).
+func deadBenches(pids []string) string {
+	const shown = 5
+	switch {
+	case len(pids) == 0:
+		return "bench processes that died"
+	case len(pids) == 1:
+		return "bench process " + pids[0] + ", which died"
+	case len(pids) > shown:
+		return fmt.Sprintf("bench processes %s and %d others, which died", strings.Join(pids[:shown], ", "), len(pids)-shown)
+	}
+	return "bench processes " + strings.Join(pids[:len(pids)-1], ", ") + " and " + pids[len(pids)-1] + ", which died"
+}
+
+func appendNew(list []string, s string) []string {
+	for _, e := range list {
+		if e == s {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 // ForceStop is for an exit that cannot wait (a second Ctrl-C): it kills

@@ -160,6 +160,11 @@ func (p *progress) TrialFinished(t storage.Trial, o trial.Outcome, best *schedul
 		}
 	}
 	if p.bar != nil {
+		if o.FailureReason != "" && (o.Status == trial.FAILED || o.Status == trial.TIMED_OUT) {
+			// The one line that says why a trial failed, above the bar.
+			_ = p.bar.Clear()
+			fmt.Fprintf(p.w, "%s\n", formatLine("trial finished", []any{"trial", t.ID, "status", o.Status.String(), "reason", o.FailureReason}))
+		}
 		p.bar.Describe(p.describe())
 		_ = p.bar.Add(1)
 		return

@@ -84,3 +84,24 @@ func TestProgressResumed(t *testing.T) {
 		t.Errorf("line: %s", b.String())
 	}
 }
+
+// A failed trial's reason is printed once: one line above the bar on a
+// terminal (the environment no longer warns about the failing script).
+func TestProgressBarPrintsFailureOnce(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b, useBar: true}
+	p.begin(4, []optimizers.Target{{Name: "score"}})
+	p.TrialStarted(storage.Trial{ID: 1})
+	p.TrialFinished(storage.Trial{ID: 1}, trial.Outcome{Status: trial.FAILED, FailureReason: "scripts/missing.sh: not found"}, nil)
+	p.TrialFinished(storage.Trial{ID: 2}, trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}, nil)
+	p.mu.Lock()
+	out := b.String()
+	p.mu.Unlock()
+	p.finish()
+	if n := strings.Count(out, "scripts/missing.sh: not found"); n != 1 {
+		t.Errorf("the reason is printed %d times:\n%q", n, out)
+	}
+	if !strings.Contains(out, "bench: trial finished trial=1 status=FAILED reason=") {
+		t.Errorf("no failure line:\n%q", out)
+	}
+}

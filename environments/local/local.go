@@ -477,7 +477,9 @@ func (e *Env) runLines(ctx context.Context, phase, dir string) (services.ExecRes
 		return res, script.TimeoutError(ctx, err)
 	}
 	if res.ExitCode != 0 {
-		e.log.Warn("script failed", "phase", phase, "reason", script.ExitReason(res))
+		// Info, not a warning: the trial's failure reason says it, and
+		// the terminal shows that once per trial.
+		e.log.Info("script failed", "phase", phase, "reason", script.ExitReason(res))
 	}
 	return res, nil
 }
@@ -511,6 +513,7 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		}
 	}
 	metrics := map[string]any{}
+	var notes []string
 	var runUsage *usage
 	if len(e.script.Run) > 0 {
 		res, err := e.runLines(ctx, "run", dir)
@@ -522,6 +525,9 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 				Reason: fmt.Sprintf("%s: run failed: %s", e.who(), script.ExitReason(res))}
 		}
 		metrics = script.ParseStdout(e.script.Pattern, res.Stdout)
+		if n := script.PatternNote(e.script.Pattern, res.Stdout, e.who()); n != "" {
+			notes = append(notes, n)
+		}
 		u := phaseUsage(res.Lines)
 		runUsage = &u
 	}
@@ -558,7 +564,7 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 		}
 	}
 	e.AddSetupReused(metrics)
-	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics}
+	return environments.Result{Status: environments.SUCCEEDED, Time: now(), Metrics: metrics, Notes: notes}
 }
 
 // Status reports READY once set up (PENDING before) with the telemetry of

@@ -280,3 +280,23 @@ func NewTempDirContext(cfg TempDirConfig, opts Options) (*TempDirContextService,
 	}
 	return &TempDirContextService{tempDirs: td}, nil
 }
+
+// TempDirOwner reads a temp folder's name as tempPrefix writes it: the
+// name it was made for (an environment's or a service's) and the mark of
+// the bench process that made it.
+func TempDirOwner(dir string) (name string, owner reaper.Owner, ok bool) {
+	base := filepath.Base(dir)
+	m := staleName.FindStringSubmatch(base)
+	if m == nil {
+		return "", reaper.Owner{}, false
+	}
+	if owner, ok = reaper.ParseOwner(m[1]); !ok {
+		return "", reaper.Owner{}, false
+	}
+	name = strings.TrimPrefix(base, "bench-")
+	i := strings.LastIndex(name, "-"+m[1]+"-")
+	if i < 0 {
+		return "", reaper.Owner{}, false
+	}
+	return name[:i], owner, true
+}
