@@ -68,6 +68,11 @@ type Config struct {
 	// FailFast stops the experiment when its first FailFast trials all
 	// failed the same way (fail_fast, default 3; 0: off).
 	FailFast int
+	// Canary runs a new experiment's first trial alone before the other
+	// runners start, and stops the experiment when it fails, so that a
+	// broken config costs one trial (canary, default true; --no-canary
+	// turns it off). It matters only with more than one trial at once.
+	Canary bool
 	// IdleTimeout stops a trial as TIMED_OUT when it printed nothing and
 	// wrote no telemetry for this long (trial_idle_timeout; 0: off).
 	IdleTimeout time.Duration
@@ -142,6 +147,7 @@ func defaults(experimentID string, teardown bool) map[string]any {
 		"max_retries":               int64(0),
 		"max_failed_trials":         int64(0),
 		"fail_fast":                 int64(3),
+		"canary":                    true,
 		"trial_idle_timeout":        int64(0),
 		"telemetry_interval":        int64(0),
 		"reuse":                     true,
@@ -227,7 +233,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	bools := []struct {
 		key string
 		dst *bool
-	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}, {"local_trials", &localTrials}}
+	}{{"teardown", &out.Teardown}, {"reuse", &out.Reuse}, {"pin_cores", &out.PinCores}, {"local_trials", &localTrials}, {"canary", &out.Canary}}
 	for _, it := range bools {
 		v, ok := toBool(cfg[it.key])
 		if !ok {

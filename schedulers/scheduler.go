@@ -324,6 +324,7 @@ type done struct {
 // goroutine.
 type dispatch struct {
 	s       *Scheduler
+	canary  bool // the first trial runs alone (canary.go)
 	queue   []item
 	running map[int]*job
 	idle    []Runner
@@ -460,6 +461,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 			return nil, err
 		}
 	}
+	d.canary = s.cfg.Canary && len(all) == 0 && !s.o.Worker && s.concurrency() > 1
 	return d, nil
 }
 
@@ -626,8 +628,7 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 // fill starts trials on idle runners: queued ones first (retries, claimed,
 // repeats), then trials claimed from storage, then new suggestions.
 func (d *dispatch) fill(ctx context.Context) error {
-	s := d.s
-	for len(d.running) < s.concurrency() && len(d.idle) > 0 {
+	for len(d.running) < d.limit() && len(d.idle) > 0 {
 		if len(d.queue) == 0 {
 			progressed, err := d.refill(ctx)
 			if err != nil || !progressed {
@@ -679,7 +680,7 @@ func (d *dispatch) nextItem() int {
 // reused count).
 func (d *dispatch) refill(ctx context.Context) (bool, error) {
 	s := d.s
-	want := min(len(d.idle), s.concurrency()-len(d.running))
+	want := min(len(d.idle), d.limit()-len(d.running))
 	if want <= 0 {
 		return false, nil
 	}
@@ -1127,7 +1128,7 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 	if out.Status == trial.SUCCEEDED {
 		if _, err := s.targets.Scores(out.Status, out.Results); err != nil {
 			out.Status = trial.FAILED
-			out.FailureReason = err.Error()
+			out.FailureReason = trial.MissingMetricReason(err, out.Notes)
 			out.Results = nil
 		}
 	}
@@ -1176,13 +1177,16 @@ func (d *dispatch) finished(ctx context.Context, r done) error {
 		d.observed[j.t.ID] = true
 		// Trials waiting for its result run themselves.
 		d.resolveWaiting(ctx, j.t.ID, out)
-		return nil
+		return d.canaryDone(out)
 	}
 	if out.Status.IsFailed() && j.attempt < s.cfg.MaxRetries && ctx.Err() == nil {
 		return d.retry(ctx, j, out)
 	}
 	d.record(j.item, out)
 	d.resolveWaiting(ctx, j.t.ID, out)
+	if err := d.canaryDone(out); err != nil {
+		return err
+	}
 	return d.checkStop(out)
 }
 
