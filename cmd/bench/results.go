@@ -98,6 +98,7 @@ func newResultsCmd() *cobra.Command {
 	var format string
 	var list, front bool
 	var q trialQuery
+	var cols columnSel
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Show an experiment's trials with their parameters and results",
@@ -123,6 +124,9 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 				return exitWith(exitUsage, fmt.Errorf("--format must be table, csv, json or markdown, got %q", format))
 			}
 			if err := q.parse(); err != nil {
+				return exitWith(exitUsage, err)
+			}
+			if err := cols.check(); err != nil {
 				return exitWith(exitUsage, err)
 			}
 			ctx := cmd.Context()
@@ -161,7 +165,7 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 			case "csv":
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+header)
 			}
-			return writeTrials(cmd.OutOrStdout(), info, trials, format)
+			return writeTrialColumns(cmd.OutOrStdout(), info, trials, format, cols)
 		},
 	}
 	sf.add(cmd)
@@ -171,6 +175,8 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 	cmd.Flags().StringSliceVar(&q.statuses, "status", nil, "only trials in these statuses (e.g. SUCCEEDED,FAILED)")
 	cmd.Flags().IntVar(&q.best, "best", 0, "only the N best successful trials by the objectives, best first")
 	cmd.Flags().StringArrayVar(&q.where, "where", nil, "only trials whose tunable (or result) NAME=VALUE (repeatable)")
+	cmd.Flags().BoolVar(&cols.all, "all", false, "table and markdown: also show the built-in bench.* measurements (CSV and JSON always have every column)")
+	cmd.Flags().StringSliceVar(&cols.metrics, "metrics", nil, "table and markdown: also show these built-in measurements, by name or pattern (e.g. bench.*.run.wall_s)")
 	cmd.Flags().StringVar(&q.sort, "sort", "", "sort by this column (e.g. result.score, config.level, duration; -COLUMN: descending)")
 	return cmd
 }
@@ -450,6 +456,21 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeTrials writes trials with one column per tunable and per metric.
 func writeTrials(w io.Writer, info storage.ExperimentInfo, trials []storage.Trial, format string) error {
+	return writeTrialColumns(w, info, trials, format, columnSel{all: true})
+}
+
+// writeTrialColumns is writeTrials with a choice of result columns for
+// the table and markdown formats, whose numbers are rounded
+// (results_columns.go); CSV and JSON have every column in full.
+func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storage.Trial, format string, cols columnSel) error {
+	human := format == "table" || format == "markdown"
+	if !human {
+		cols = columnSel{all: true}
+	}
+	round := func(s string) string { return s }
+	if human {
+		round = roundCell
+	}
 	if format == "json" {
 		return writeJSON(w, map[string]any{"experiment": info, "trials": trials})
 	}
@@ -460,7 +481,9 @@ func writeTrials(w io.Writer, info storage.ExperimentInfo, trials []storage.Tria
 			params[k] = true
 		}
 		for k := range t.Results {
-			metrics[k] = true
+			if cols.shows(k, info.Objectives) {
+				metrics[k] = true
+			}
 		}
 	}
 	pnames, mnames := sortedKeys(params), sortedKeys(metrics)
@@ -490,10 +513,10 @@ func writeTrials(w io.Writer, info storage.ExperimentInfo, trials []storage.Tria
 	for _, t := range trials {
 		row := []string{strconv.Itoa(t.ID), t.Status.String(), strconv.FormatInt(t.ConfigID, 10)}
 		for _, p := range pnames {
-			row = append(row, t.Params[p])
+			row = append(row, round(t.Params[p]))
 		}
 		for _, m := range ordered {
-			row = append(row, t.Results.Text(m))
+			row = append(row, round(t.Results.Text(m)))
 		}
 		dur := ""
 		if t.Finished() {
