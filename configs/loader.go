@@ -66,6 +66,9 @@ type Loader struct {
 	// maxFile is the most bytes a config file may have (0: the default,
 	// safeio.DefaultConfigLimit).
 	maxFile int64
+	// seen records the keys of the documents read (seenkeys.go); shared
+	// with the loaders made from this one.
+	seen *seenKeys
 }
 
 // MaxConfigFileSizeKey is the global (and command-line option) that
@@ -104,7 +107,7 @@ func NewLoader(validate ValidateFunc, configPaths ...string) (*Loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot determine the working folder: %w", err)
 	}
-	l := &Loader{validate: validate}
+	l := &Loader{validate: validate, seen: &seenKeys{}}
 	l.add(cwd)
 	for _, p := range configPaths {
 		abs, err := filepath.Abs(p)
@@ -132,7 +135,7 @@ func (l *Loader) add(dir string) {
 // WithPaths returns a loader that also searches the given paths (after the
 // existing ones, before the built-in configs).
 func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
-	c := &Loader{paths: append([]string(nil), l.paths...), fallback: l.fallback, validate: l.validate, maxFile: l.maxFile}
+	c := &Loader{paths: append([]string(nil), l.paths...), fallback: l.fallback, validate: l.validate, maxFile: l.maxFile, seen: l.seen}
 	for _, p := range configPaths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -148,7 +151,7 @@ func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
 // built-in configs, then the loader's fallback folders: the search path of
 // a ConfigPersistenceService.
 func (l *Loader) WithSearchPath(paths []string) (*Loader, error) {
-	c := &Loader{fallback: l.fallback, validate: l.validate, maxFile: l.maxFile}
+	c := &Loader{fallback: l.fallback, validate: l.validate, maxFile: l.maxFile, seen: l.seen}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -231,18 +234,25 @@ func ReadFileLimit(ctx context.Context, p string, lim safeio.Limit, def int64) (
 // ReadDoc parses a config given as a path (resolved on the search path) or
 // as inline JSON5, without schema validation.
 func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
+	var doc *source.Doc
+	var err error
 	if IsInline(spec) {
-		return source.Parse("<inline config>", []byte(spec))
-	}
-	resolved := l.Resolve(spec)
-	data, err := l.ReadFile(resolved)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &source.Error{File: spec, Err: &NotFoundError{Spec: spec, Searched: l.Paths()}}
+		doc, err = source.Parse("<inline config>", []byte(spec))
+	} else {
+		resolved := l.Resolve(spec)
+		data, rerr := l.ReadFile(resolved)
+		if rerr != nil {
+			if errors.Is(rerr, fs.ErrNotExist) {
+				return nil, &source.Error{File: spec, Err: &NotFoundError{Spec: spec, Searched: l.Paths()}}
+			}
+			return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: rerr}
 		}
-		return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: err}
+		doc, err = source.Parse(resolved, data)
 	}
-	return source.Parse(resolved, data)
+	if err == nil && doc != nil {
+		l.seen.add(doc.Root)
+	}
+	return doc, err
 }
 
 // NotFoundError is the error of a config file that is on no folder of the

@@ -149,6 +149,9 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	}
 	defer r.Close()
 	printSecurityNotices(stderr, r.SecurityNotices)
+	for _, w := range launcher.UnreadGlobals(l) {
+		fmt.Fprintf(stderr, "bench: warning: %s\n", w)
+	}
 
 	state := "new experiment"
 	if r.Resumed {
