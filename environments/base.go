@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/json5"
@@ -28,6 +29,9 @@ type Base struct {
 	tunables  *tunables.Groups
 	params    Params
 	memo      setupMemo // setup reuse (reuse.go)
+	// partial: checked alone by bench validate, some "$ref" tunable
+	// groups were left out (their names are unknown).
+	partial bool
 }
 
 // NewBase computes an environment's parameters as mlos_bench does:
@@ -46,6 +50,12 @@ func NewBase(spec Spec) (*Base, error) {
 	groups, err := stringsAt(spec.Config, "tunable_params", cfgRef)
 	if err != nil {
 		return nil, err
+	}
+	if bl := spec.Builder; bl != nil && bl.MissingArgs != nil && bl.Warn != nil {
+		// bench validate of a file alone: a "$ref" the run's globals
+		// give (tunable_params_map) is a warning, like a required arg
+		// without a value, and the environment is checked without it.
+		groups = b.dropUnresolvedRefs(groups, spec.Globals["tunable_params_map"], cfgRef.Child("tunable_params"), who, bl.Warn)
 	}
 	groups, err = configs.ExpandGroups(groups, spec.Globals["tunable_params_map"])
 	if err != nil {
@@ -117,6 +127,29 @@ func NewBase(spec Spec) (*Base, error) {
 	b.params = b.combine()
 	return b, nil
 }
+
+// dropUnresolvedRefs leaves out the "$name" entries of tunable_params that
+// the globals' tunable_params_map does not define, telling warn about
+// each (bench validate of a file alone).
+func (b *Base) dropUnresolvedRefs(groups []string, paramsMap any, at source.Ref, who string, warn func(source.Ref, string)) []string {
+	m, _ := paramsMap.(map[string]any)
+	var out []string
+	for i, g := range groups {
+		name, isRef := strings.CutPrefix(g, "$")
+		if _, ok := m[name]; !isRef || ok {
+			out = append(out, g)
+			continue
+		}
+		b.partial = true
+		warn(at.Index(i), fmt.Sprintf("%s: tunable group reference %q: no tunable_params_map in the globals defines it (a run needs it from a globals file (--globals) or the command line; checked without those tunables)", who, g))
+	}
+	return out
+}
+
+// Partial reports whether bench validate checked the environment alone
+// without some of its tunable groups ("$ref" entries the globals did not
+// define): what depends on their tunables is not checked then.
+func (b *Base) Partial() bool { return b.partial }
 
 // orderedObject returns the members of an object in document order (node
 // may be nil for configs built in code; then fallback's keys are used).

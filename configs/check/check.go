@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -529,11 +530,45 @@ func (c *Checker) deep(ctx context.Context, rep *Report, base *configs.Launch, f
 	}
 	l := *base
 	l.Loader = c.loader(file)
+	// Each pass's warnings go to pass; those of the last pass are kept.
+	pass := &Report{}
 	missing := func(who string, at source.Ref, names []string) {
 		e := at.Errorf("warning: %s: required args without a value: %s (a run needs them from const_args, a globals file (--globals) or the command line)", who, strings.Join(names, ", "))
-		rep.warn(problemOf(file, string(kind), e))
+		pass.warn(problemOf(file, string(kind), e))
 	}
-	err := launcher.ValidateFile(ctx, &l, configs.Kind(kind), absPath(file), launcher.ValidateOptions{MissingArgs: missing, Warn: warn})
+	passWarn := func(err error) {
+		keep := rep
+		rep = pass
+		warn(err)
+		rep = keep
+	}
+	var placeholders []Problem
+	err := launcher.ValidateFile(ctx, &l, configs.Kind(kind), absPath(file), launcher.ValidateOptions{MissingArgs: missing, Warn: passWarn})
+	// A value only a run's globals give, in a service an environment
+	// includes, is a warning (below); the rest of the file is still
+	// checked, with a placeholder for that key, so that what else a run
+	// would reject shows too (its tunable groups, its children).
+	for tries := 0; err != nil && tries < 8; tries++ {
+		key := globalKey(err)
+		var ve *schemas.ValidationError
+		if key == "" || kind != schemas.Environment || !inOtherFile(err, file) || errors.Is(err, services.ErrNeedsService) || errors.As(err, &ve) {
+			break
+		}
+		if _, given := l.Globals[key]; given {
+			break
+		}
+		var se *source.Error
+		errors.As(err, &se)
+		p := problemOf(file, string(kind), se)
+		p.Message = fmt.Sprintf("warning: %s (unless a run's globals give %q: check with --globals)", p.Message, key)
+		placeholders = append(placeholders, p)
+		l.Globals = maps.Clone(l.Globals)
+		l.Globals[key] = "benchvalidate"
+		pass = &Report{}
+		err = launcher.ValidateFile(ctx, &l, configs.Kind(kind), absPath(file), launcher.ValidateOptions{MissingArgs: missing, Warn: passWarn})
+	}
+	rep.warn(placeholders...)
+	rep.warn(pass.Warnings...)
 	if err == nil {
 		return
 	}

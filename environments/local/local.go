@@ -161,7 +161,7 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := script.CheckEnvParams(sc, base.Parameters(), cfgRef, spec.Name); err != nil {
+	if err := script.CheckEnvParams(sc, base.Parameters(), cfgRef, spec.Name); err != nil && !base.Partial() {
 		return nil, err
 	}
 	sub := map[string]any{}

@@ -158,7 +158,7 @@ func newRemoteEnv(_ context.Context, spec environments.Spec) (environments.Envir
 	if err != nil {
 		return nil, err
 	}
-	if err := script.CheckEnvParams(sc, base.Parameters(), ref, spec.Name); err != nil {
+	if err := script.CheckEnvParams(sc, base.Parameters(), ref, spec.Name); err != nil && !base.Partial() {
 		return nil, err
 	}
 	var raw rawRemote
