@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benchtune/bench/storage"
@@ -231,6 +232,12 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 				return err
 			}
 			buf = append(buf, b...)
+			if f, ok := v.(float64); ok && f == math.Trunc(f) && !strings.ContainsAny(string(b), ".eE") {
+				// A float stays a float: 0.0, not 0 (a float tunable's
+				// value, as mlos_bench stores it; readers then type the
+				// column as float).
+				buf = append(buf, ".0"...)
+			}
 		}
 		buf = append(buf, '}')
 		if ri < len(tb.Rows)-1 {

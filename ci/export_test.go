@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -94,5 +95,25 @@ func TestExportTable(t *testing.T) {
 	if len(js) != 2 || js[0]["config.level"] != 6.0 || js[0]["config.fmt"] != "zlib" || js[0]["telemetry.cpu.mean"] != 2.0 ||
 		js[1]["result.score"] != nil || len(js[1]) != len(tb.Columns) {
 		t.Errorf("json: %v", js)
+	}
+}
+
+// TestExportJSONFloats: a float tunable's whole value (stored "0.0", as
+// mlos_bench stores it) stays a float in JSON (0.0, not 0); integers stay
+// integers.
+func TestExportJSONFloats(t *testing.T) {
+	tb := &Table{Columns: []string{"config.ratio", "config.r2", "config.level", "result.score", "big", "nan"},
+		Rows: [][]any{{cell("0.0"), cell("2.0"), cell("6"), 1.0, 1e22, math.NaN()}}}
+	var b bytes.Buffer
+	if err := tb.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `[` + "\n" + `  {"config.ratio": 0.0, "config.r2": 2.0, "config.level": 6, "result.score": 1.0, "big": 1e+22, "nan": null}` + "\n]\n"
+	if b.String() != want {
+		t.Errorf("got  %s\nwant %s", b.String(), want)
+	}
+	var js []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &js); err != nil {
+		t.Fatal(err)
 	}
 }
