@@ -201,21 +201,31 @@ func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.Tria
 	return nil
 }
 
-// configID finds the configuration stored under hash, or stores it.
+// configID finds the configuration stored under hash, or stores it. It
+// looks first and inserts only a new hash: an insert that meets a stored
+// hash burns an id of the autoincrement (SQLite's and PostgreSQL's
+// sequences advance on a conflict too), and mlos_bench's ids run 1, 2, 3
+// for the configurations of an experiment whatever their repeats.
 func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
-	id, err := e.insertConfig(ctx, r, hash)
-	if err == nil {
-		rows := make([][]any, 0, len(params))
-		for _, k := range sortedKeys(params) {
-			rows = append(rows, []any{id, k, params[k]})
+	var id int64
+	err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		id, err = e.insertConfig(ctx, r, hash)
+		if err == nil {
+			rows := make([][]any, 0, len(params))
+			for _, k := range sortedKeys(params) {
+				rows = append(rows, []any{id, k, params[k]})
+			}
+			return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
 		}
-		return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
-	}
-	if !errors.Is(err, dbsql.ErrNoRows) {
-		return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
+		if !errors.Is(err, dbsql.ErrNoRows) {
+			return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
+		}
+		// Another process stored it meanwhile.
+		err = r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
 	}
 	// Stored before (by this or another experiment): check it is the same.
-	if err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id); err != nil {
+	if err != nil {
 		return 0, fmt.Errorf("storage: find config %s: %w", hash, e.s.scrub(err))
 	}
 	stored := map[string]string{}
