@@ -65,6 +65,56 @@ type MlosCore struct {
 	eng     engine
 	pending map[int]tunables.Point // suggestions not yet observed, by id
 	seen    map[string]bool        // configurations already observed (snapped points)
+	// declaredDefaults: the first suggestion (start_with_defaults) keeps
+	// the declared defaults of tunables with special values (bench only,
+	// DeclaredDefaultsKey) instead of mlos_bench's special value.
+	declaredDefaults bool
+}
+
+// DeclaredDefaultsKey is the bench-only MlosCoreOptimizer config key that
+// makes the first suggestion use every tunable's declared default.
+const DeclaredDefaultsKey = "bench_declared_defaults"
+
+// firstValues returns tun with the values of the first suggestion when
+// start_with_defaults is set: as mlos_bench's MlosCoreOptimizer suggests
+// its ConfigSpace's default configuration, where a tunable with special
+// values has its special/range switch set to "special" (so the value is
+// the declared default when that is a special value, else the first
+// special value) whatever the declared default; the others keep their
+// values. With bench_declared_defaults, tun is returned unchanged.
+func (m *MlosCore) firstValues(tun *tunables.Groups) *tunables.Groups {
+	if m.declaredDefaults {
+		return tun
+	}
+	for _, t := range tun.Tunables() {
+		special := t.Special()
+		if len(special) == 0 {
+			continue
+		}
+		v := special[0]
+		if d, ok := toFloat(t.Default()); ok {
+			for _, s := range special {
+				if f, ok := toFloat(s); ok && f == d {
+					v = s
+					break
+				}
+			}
+		}
+		_ = t.Set(v)
+	}
+	return tun
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
 }
 
 func newMlosCore(spec Spec) (Optimizer, error) {
@@ -112,8 +162,13 @@ func newMlosCore(spec Spec) (Optimizer, error) {
 		opts.MaxTrials = int(n)
 	}
 	m := &MlosCore{Base: b, kind: kind, space: b.tunables.Space()}
+	if v, ok := cfg[DeclaredDefaultsKey]; ok && v != nil {
+		if m.declaredDefaults, err = asBool(v); err != nil {
+			return nil, cref.Child(DeclaredDefaultsKey).Errorf("%v", err)
+		}
+	}
 	if b.startWithDefaults {
-		p, err := m.space.Encode(b.tunables.Values())
+		p, err := m.space.Encode(m.firstValues(b.tunables.Copy()).Values())
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +331,7 @@ func (m *MlosCore) Suggest(ctx context.Context, k int) ([]Suggestion, error) {
 	var out []Suggestion
 	if k > 0 && m.startWithDefaults {
 		m.startWithDefaults = false
-		tun := m.next()
+		tun := m.firstValues(m.next())
 		p, err := m.space.Encode(tun.Values())
 		if err != nil {
 			return nil, err
