@@ -260,7 +260,7 @@ func LoadSamples(ctx context.Context, loader *configs.Loader, storageSpec string
 	if fi, err := os.Stat(ref); err == nil && !fi.IsDir() {
 		return ReadFile(ref)
 	}
-	st, err := launcher.OpenStorage(ctx, loader, storageSpec, globals, true)
+	st, err := launcher.OpenStorageForReading(ctx, loader, storageSpec, globals)
 	if err != nil {
 		if errors.Is(err, storage.ErrNoDatabase) {
 			return nil, fmt.Errorf("%q is neither a file nor an experiment: %w", ref, err)

@@ -549,6 +549,21 @@ func OpenStorage(ctx context.Context, loader *configs.Loader, spec string, globa
 	return storage.Open(ctx, cfg)
 }
 
+// OpenStorageForReading opens the storage for a command that only reads
+// (bench results, show, export, plot, report, compare): a missing SQLite
+// file is an error, and an mlos_bench database is read as it is, not
+// adopted (storage.Config.ReadOnly): only a run or a resume changes its
+// schema.
+func OpenStorageForReading(ctx context.Context, loader *configs.Loader, spec string, globals map[string]any) (storage.Storage, error) {
+	cfg, err := StorageConfig(loader, spec, globals)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NoCreate = true
+	cfg.ReadOnly = true
+	return storage.Open(ctx, cfg)
+}
+
 // StorageConfig reads the storage config spec names (default: the SQLite
 // file bench.sqlite) with the globals merged in, and checks it
 // (storage.Check).

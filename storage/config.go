@@ -59,6 +59,13 @@ type Config struct {
 	// NoCreate makes Open fail with ErrNoDatabase instead of creating a new
 	// SQLite file (for commands that only read, like `bench results`).
 	NoCreate bool `json:"-"`
+	// ReadOnly opens the database for commands that only read (bench
+	// results, show, export, plot, report): an mlos_bench database is not
+	// adopted (bench's columns and tables it lacks are shown to this
+	// connection only, as temporary views), and a SQLite file is not
+	// switched to WAL mode, so neither its schema nor its bytes change.
+	// Only a run or a resume adopts it.
+	ReadOnly bool `json:"-"`
 	// Logger receives warnings and SQL logs; nil means slog.Default().
 	Logger *slog.Logger `json:"-"`
 }

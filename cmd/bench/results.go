@@ -47,21 +47,33 @@ func (f *storageFlags) addStorageOnly(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.globals, "globals", nil, "globals files (e.g. with the database password)")
 }
 
-// open opens the storage read-only and finds the experiment.
+// open opens the storage read-only and finds the experiment: an
+// mlos_bench database is read as it is, not adopted.
 func (f *storageFlags) open(ctx context.Context) (storage.Storage, storage.Experiment, error) {
-	return f.openMode(ctx, true)
+	return f.openWith(ctx, true, true)
 }
 
 // openMode opens the storage and finds the experiment; with readOnly a
 // missing SQLite file is an error instead of being created.
 func (f *storageFlags) openMode(ctx context.Context, readOnly bool) (storage.Storage, storage.Experiment, error) {
+	return f.openWith(ctx, readOnly, false)
+}
+
+// openWith is openMode; with reading, the storage is opened for reading
+// only (launcher.OpenStorageForReading).
+func (f *storageFlags) openWith(ctx context.Context, readOnly, reading bool) (storage.Storage, storage.Experiment, error) {
 	args := &configs.Args{ConfigPaths: f.configPaths, Globals: f.globals}
 	l, err := configs.Prepare(args, validateFunc)
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
 	f.secrets = l.Secrets
-	st, err := launcher.OpenStorage(ctx, l.Loader, f.storage, l.Globals, readOnly)
+	var st storage.Storage
+	if reading {
+		st, err = launcher.OpenStorageForReading(ctx, l.Loader, f.storage, l.Globals)
+	} else {
+		st, err = launcher.OpenStorage(ctx, l.Loader, f.storage, l.Globals, readOnly)
+	}
 	if err != nil {
 		if errors.Is(err, storage.ErrNoDatabase) {
 			return nil, nil, exitWith(exitUsage, fmt.Errorf("%w: no experiment has been run in this folder yet (or give --storage)", err))
@@ -416,7 +428,7 @@ func listExperiments(ctx context.Context, w io.Writer, sf *storageFlags, format 
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	st, err := launcher.OpenStorage(ctx, l.Loader, sf.storage, l.Globals, true)
+	st, err := launcher.OpenStorageForReading(ctx, l.Loader, sf.storage, l.Globals)
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}

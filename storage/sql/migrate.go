@@ -126,6 +126,11 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
 	}
+	if s.readOnly {
+		if done, err := s.openMlosReadOnly(ctx); done || err != nil {
+			return err
+		}
+	}
 	if err := s.migrateSchema(ctx); err != nil {
 		return err
 	}

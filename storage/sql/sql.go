@@ -73,6 +73,10 @@ type Store struct {
 
 	wal bool // switch the SQLite file to WAL mode on connect
 
+	// readOnly: storage.Config.ReadOnly (readonly.go); one connection,
+	// which holds the temporary views over an mlos_bench database.
+	readOnly bool
+
 	schemaMu    sync.Mutex
 	schemaReady bool
 	layout      layout // what the database lacks of bench's schema, set with schemaReady
@@ -105,7 +109,7 @@ func Open(ctx context.Context, cfg storage.Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{log: log, logSQL: cfg.LogSQL, password: cfg.Password}
+	s := &Store{log: log, logSQL: cfg.LogSQL, password: cfg.Password, readOnly: cfg.ReadOnly}
 	switch backend {
 	case "sqlite":
 		err = s.openSQLite(cfg)
@@ -215,6 +219,14 @@ func (s *Store) openSQLite(cfg storage.Config) error {
 		s.wdb = s.db
 		return err
 	}
+	if cfg.ReadOnly {
+		// One connection (it holds the temporary views of readonly.go),
+		// and the file's journal mode is left as it is.
+		s.wal = false
+		s.db, err = open(1)
+		s.wdb = s.db
+		return err
+	}
 	if s.db, err = open(8); err != nil {
 		return err
 	}
@@ -305,6 +317,13 @@ func (s *Store) openPostgres(cfg storage.Config) error {
 	s.db.SetMaxOpenConns(16)
 	s.db.SetMaxIdleConns(4)
 	s.db.SetConnMaxIdleTime(5 * time.Minute)
+	if cfg.ReadOnly {
+		// One connection, kept: it holds the temporary views of
+		// readonly.go.
+		s.db.SetMaxOpenConns(1)
+		s.db.SetMaxIdleConns(1)
+		s.db.SetConnMaxIdleTime(0)
+	}
 	s.wdb = s.db
 	return nil
 }

@@ -1,0 +1,107 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Reading an mlos_bench database without adopting it.
+//
+// bench results, show, export, plot and report open the storage read-only
+// (storage.Config.ReadOnly): an mlos_bench database must come out of them
+// as it went in, schema and bytes, since only a run or a resume may adopt
+// it. bench's queries name the columns and tables adoption adds
+// (mlosAddedCols, trial_output, worker), so the read-only connection gets
+// temporary views of mlos_bench's tables with those columns added (NULL,
+// or their default), and empty temporary tables for bench's own: both
+// SQLite and PostgreSQL look a name up in the connection's temporary
+// schema first, so the queries stay as they are, and the temporary objects
+// vanish with the connection. Nothing is written to the database.
+
+// openMlosReadOnly sets the read-only connection up over an mlos_bench
+// database; done is false for other databases (bench's own are migrated as
+// before).
+func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
+	kind, _, ok, err := s.examine(ctx, s.db)
+	if err != nil || !ok || kind != kindMlos {
+		return false, err
+	}
+	var ts, bigint, schema string
+	switch s.dialect.(type) {
+	case sqliteDialect:
+		ts, bigint, schema = "TIMESTAMP", "INTEGER", "main"
+	case postgresDialect:
+		ts, bigint = "TIMESTAMPTZ", "BIGINT"
+		if err := s.db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return true, fmt.Errorf("storage: %s: %w", s.describe, s.scrub(err))
+		}
+		schema = `"` + strings.ReplaceAll(schema, `"`, `""`) + `"`
+	default:
+		return false, nil
+	}
+	added := map[string][]string{}
+	var order []string
+	for _, c := range mlosAddedCols {
+		if _, ok := added[c.table]; !ok {
+			order = append(order, c.table)
+		}
+		var expr string
+		switch def := strings.ReplaceAll(c.def, "{TS}", ts); {
+		case strings.Contains(def, "DEFAULT 0"):
+			expr = "0"
+		default:
+			expr = "CAST(NULL AS " + strings.Fields(def)[0] + ")"
+		}
+		added[c.table] = append(added[c.table], expr+" AS "+c.column)
+	}
+	var stmts []string
+	for _, table := range order {
+		stmts = append(stmts, fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT x.*, %s FROM %s.%s x", table, strings.Join(added[table], ", "), schema, table))
+	}
+	stmts = append(stmts, strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosReadOnlyTables))
+	for _, stmt := range stmts {
+		for _, one := range strings.Split(stmt, ";") {
+			if strings.TrimSpace(one) == "" {
+				continue
+			}
+			if _, err := s.db.ExecContext(ctx, one); err != nil {
+				return true, fmt.Errorf("storage: read the mlos_bench database %s without changing it: %w", s.describe, s.scrub(err))
+			}
+		}
+	}
+	if err := s.detectLayout(ctx); err != nil {
+		return true, err
+	}
+	s.log.Debug("reading an mlos_bench database read-only: it is not adopted", "storage", s.describe)
+	return true, nil
+}
+
+// mlosReadOnlyTables are bench's tables that an mlos_bench database lacks,
+// empty and temporary (without the foreign keys, which cannot reach the
+// database's tables from the temporary schema).
+const mlosReadOnlyTables = `
+CREATE TEMP TABLE trial_output (
+    exp_id      TEXT NOT NULL,
+    trial_id    INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    phase       TEXT NOT NULL,
+    env_name    TEXT NOT NULL,
+    line        INTEGER NOT NULL,
+    command     TEXT NOT NULL,
+    exit_code   INTEGER NOT NULL,
+    stdout      TEXT NOT NULL,
+    stderr      TEXT NOT NULL,
+    truncated   BOOLEAN NOT NULL,
+    ts_start    {TS},
+    duration_ns {BIGINT} NOT NULL,
+    timed_out   BOOLEAN NOT NULL DEFAULT FALSE,
+    PRIMARY KEY (exp_id, trial_id, seq)
+);
+CREATE TEMP TABLE worker (
+    exp_id      TEXT NOT NULL,
+    owner       TEXT NOT NULL,
+    runners     INTEGER NOT NULL,
+    lease_until {TS} NOT NULL,
+    PRIMARY KEY (exp_id, owner)
+)`
