@@ -64,9 +64,12 @@ func (s *Summary) FinalScore() string {
 func (s *Summary) OK() bool { return len(s.Problems) == 0 }
 
 // Summarize reads the experiment's trials from storage and applies
-// mlos_bench's end-of-run rules: it fails when no trial ran, when fewer
-// trials finished than planned, or when there is no best score; it warns
-// when more than 20% of the trials did not succeed.
+// mlos_bench's end-of-run rules (its run.py _sanity_check_results), with
+// its words: it fails when no trial ran, when fewer trials finished than
+// planned (min(max_trials, trial_config_repeat_count × max_suggestions):
+// "Expected N trials, but only M were run"), when more than 20% of the
+// finished trials did not succeed ("Too many trials failed"), or when
+// there is no best score.
 func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	trials, err := r.Experiment.Trials(ctx, storage.TrialFilter{})
 	if err != nil {
@@ -125,15 +128,23 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	case finished == 0 && ready > 0:
 		s.Problems = append(s.Problems, fmt.Sprintf("no trial finished: %d ended their run READY, which is no result (an environment such as a NetworkEnv or SaaSEnv alone has no run step; add one that reports the scores). As in mlos_bench, they stay READY, and a resume runs them again", ready))
 	case finished == 0:
-		s.Problems = append(s.Problems, "no trial ran")
+		s.Problems = append(s.Problems, "No trials were run. "+checkDetails)
 	case s.Planned > 0 && finished < s.Planned && s.Pending > 0:
 		s.Problems = append(s.Problems, fmt.Sprintf("only %d of %d planned trials finished (%d left pending; run the same command again to resume)", finished, s.Planned, s.Pending))
+	case s.Planned > 0 && finished < s.Planned:
+		// mlos_bench's check: the optimizer stopped before its budget (a
+		// grid smaller than max_suggestions, a manual optimizer's cycles).
+		s.Problems = append(s.Problems, fmt.Sprintf("Expected %d trials, but only %d were run. %s", s.Planned, finished, checkDetails))
 	}
 	if finished > 0 && s.BestTrial == 0 {
 		s.Problems = append(s.Problems, "no trial succeeded with numeric values for the optimization targets")
 	}
 	if finished > 0 && float64(s.Failed+s.Canceled) > 0.2*float64(finished) {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d trials did not succeed", s.Failed+s.Canceled, finished))
+		// mlos_bench raises RuntimeWarning here, which fails its run.
+		s.Problems = append(s.Problems, fmt.Sprintf("Too many trials failed: %d out of %d. %s", s.Failed+s.Canceled, finished, checkDetails))
 	}
 	return s, nil
 }
+
+// checkDetails ends mlos_bench's end-of-run errors.
+const checkDetails = "Check configuration, scripts, and logs for details."

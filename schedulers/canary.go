@@ -13,7 +13,8 @@ import (
 // runner before fail-fast can tell. It is on by default (Config.Canary,
 // the "canary" global, --no-canary), only in a driver (not a bench worker)
 // that runs more than one trial at once, and only for an experiment with
-// no trials yet: a resumed one has run before. Retries of the canary
+// no trials yet: a resumed one has run before. Trials run by hand (the
+// passive runner) have no canary: no script of the config runs them. Retries of the canary
 // (max_retries) run alone too; a trial stopped on request (CANCELED) or
 // one that ended without a final status lets the others start.
 

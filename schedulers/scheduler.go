@@ -461,7 +461,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 			return nil, err
 		}
 	}
-	d.canary = s.cfg.Canary && len(all) == 0 && !s.o.Worker && s.concurrency() > 1
+	d.canary = s.cfg.Canary && len(all) == 0 && !s.o.Worker && s.concurrency() > 1 && s.cfg.Runner != RunnerPassive
 	return d, nil
 }
 

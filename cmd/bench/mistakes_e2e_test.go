@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -59,5 +61,66 @@ func TestPatternMatchedNothing(t *testing.T) {
 	r = runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--storage", "storage/in-memory.jsonc", "--no-progress")
 	if !strings.Contains(r.stderr, `no \"scor\" metric, the optimization target; did you mean \"score\"?`) {
 		t.Errorf("no did-you-mean:\n%s", r.stderr)
+	}
+}
+
+// TestEndOfRunChecks: mlos_bench's end-of-run checks fail the run, with
+// its words: a grid smaller than max_suggestions ("Expected N trials, but
+// only M were run") and more than 20% of the trials not succeeded ("Too
+// many trials failed").
+func TestEndOfRunChecks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "tunables.jsonc", `{"g": {"cost": 1, "params": {"xv": {"type": "int", "range": [0, 4], "default": 2}}}}`, 0o644)
+	write(t, dir, "env.jsonc", `{"name": "e", "class": "mlos_bench.environments.LocalEnv", "include_tunables": ["tunables.jsonc"],
+		"config": {"tunable_params": ["g"], "shell_env_params": ["xv"], "run": ["./run.sh"], "results_stdout_pattern": "^(\\w+): (\\S+)$"}}`, 0o644)
+	// Odd values fail.
+	write(t, dir, "run.sh", "#!/bin/sh\n[ $((xv % 2)) -eq 0 ] || exit 3\necho score: $xv\n", 0o755)
+	write(t, dir, "grid.jsonc", `{"class": "mlos_bench.optimizers.GridSearchOptimizer", "config": {"max_suggestions": 8}}`, 0o644)
+	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "grid.jsonc", "--storage", "storage/in-memory.jsonc", "--no-progress", "--fail-fast", "0")
+	// The grid has 5 points: 2 of 5 fail (40%), and 5 < 8.
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range []string{"Expected 8 trials, but only 5 were run. Check configuration, scripts, and logs for details.",
+		"Too many trials failed: 2 out of 5. Check configuration, scripts, and logs for details."} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+		}
+	}
+	// 1 failure in 5 is 20%, not more; a budget the grid fills: exit 0.
+	write(t, dir, "run.sh", "#!/bin/sh\n[ $xv -ne 3 ] || exit 3\necho score: $xv\n", 0o755)
+	write(t, dir, "grid.jsonc", `{"class": "mlos_bench.optimizers.GridSearchOptimizer", "config": {"max_suggestions": 5}}`, 0o644)
+	r = runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "grid.jsonc", "--storage", "storage/in-memory.jsonc", "--no-progress")
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestMockOptFirstTrialAsMlosBench: mlos_bench's launcher test
+// test_launch_main_app_opt (cli/mock-opt.jsonc: the mock environment and
+// the default MlosCoreOptimizer, 3 repeats, 3 suggestions, mock_env_seed
+// 42) expects the first configuration's score, 64.53..., to be the final
+// one: its first suggestion puts tunables with special values at their
+// special value (sched_migration_cost_ns=-1), as bench now does.
+func TestMockOptFirstTrialAsMlosBench(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "globals.jsonc", `{"experiment_id": "MockExperiment", "trial_id": 1, "max_suggestions": 5}`, 0o644)
+	r := runBench(t, dir, "--environment", "environments/mock/mock_env.jsonc", "--optimizer", "optimizers/mlos_core_default_opt.jsonc",
+		"--globals", "globals.jsonc", "--trial_config_repeat_count", "3", "--max_suggestions", "3", "--mock_env_seed", "42",
+		"--storage", "storage/in-memory.jsonc", "--no-progress", "--log_file", "run.log")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "run.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(data)
+	if !regexp.MustCompile(`(?m)INFO Final score: \{'score': 64\.53\d+\}\s*$`).MatchString(log) {
+		t.Errorf("final score is not mlos_bench's 64.53...:\n%s", log)
+	}
+	first := regexp.MustCompile(`Iteration 1 :: Register: .*`).FindString(log)
+	if !strings.Contains(first, "sched_migration_cost_ns[int]((0, 1000000):500000)=-1") {
+		t.Errorf("the first configuration does not use the special value: %s", first)
 	}
 }

@@ -70,9 +70,11 @@ Precedence: CLI config file < globals files (in order) < --NAME VALUE <
 explicit options. Values of globals may use $name and ${name}, expanded
 from other globals, then from the process environment.
 
-Exit codes: 0 success; 1 the experiment ran but failed (no trial ran, fewer
-trials than planned, or no numeric best score); 2 bad usage or invalid
-config; 130 interrupted.
+Exit codes: 0 success; 1 the experiment ran but failed (mlos_bench's
+end-of-run checks: no trial ran, fewer trials than planned, more than 20%
+of the trials not succeeded, or no numeric best score; or it was stopped:
+fail-fast, the canary, the failure budget); 2 bad usage or invalid config;
+130 interrupted.
 `)
 	return b.String()
 }
