@@ -36,6 +36,12 @@ func UnreadGlobals(l *configs.Launch) []string {
 	for _, k := range slices.Concat(benchGlobals, configs.OptionKeys(), schedulers.ConfigKeys()) {
 		known[k] = true
 	}
+	if l.Optimizer == "" {
+		// The default one-shot optimizer takes these from the globals.
+		for _, k := range oneShotKeys {
+			known[k] = true
+		}
+	}
 	names := slices.Sorted(maps.Keys(known))
 	var out []string
 	for _, kv := range l.Args.Extra {

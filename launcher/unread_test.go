@@ -56,3 +56,28 @@ func TestUnreadGlobals(t *testing.T) {
 		t.Errorf("got %q", got[1])
 	}
 }
+
+// TestUnreadGlobalsOneShot: without --optimizer, the default one-shot
+// optimizer reads max_suggestions and seed from the globals.
+func TestUnreadGlobalsOneShot(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "env.jsonc"), []byte(`{"name": "e", "class": "mlos_bench.environments.LocalEnv",
+		"config": {"run": ["echo score 1"], "results_stdout_pattern": "(score) (\\d+)"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	args, err := configs.ParseArgs([]string{"--environment", "env.jsonc", "--storage", "storage/in-memory.jsonc", "--max_suggestions", "2", "--seed", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := configs.Prepare(args, func(k configs.Kind, d *source.Doc) error { return schemas.Validate(schemas.Kind(k), d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(context.Background(), l, ValidateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := UnreadGlobals(l); len(got) != 0 {
+		t.Errorf("warnings %q", got)
+	}
+}
