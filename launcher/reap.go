@@ -48,7 +48,7 @@ func reapMessage(killed int, owners []string, dirs []string) string {
 				pids = appendNew(pids, strconv.Itoa(o.PID))
 			}
 		}
-		parts = append(parts, fmt.Sprintf("killed %d processes left running by %s", killed, deadBenches(pids)))
+		parts = append(parts, fmt.Sprintf("killed %s left running by %s", plural(killed, "process", "processes"), deadBenches(pids)))
 	}
 	if len(dirs) > 0 {
 		var pids, names []string
@@ -58,7 +58,7 @@ func reapMessage(killed int, owners []string, dirs []string) string {
 				names = appendNew(names, strconv.Quote(name))
 			}
 		}
-		msg := fmt.Sprintf("removed %d temp folders left by %s", len(dirs), deadBenches(pids))
+		msg := fmt.Sprintf("removed %s left by %s", plural(len(dirs), "temp folder", "temp folders"), deadBenches(pids))
 		if len(names) > 0 {
 			msg += fmt.Sprintf(" (made for %s)", strings.Join(names, ", "))
 		}
@@ -81,6 +81,13 @@ func deadBenches(pids []string) string {
 		return fmt.Sprintf("bench processes %s and %d others, which died", strings.Join(pids[:shown], ", "), len(pids)-shown)
 	}
 	return "bench processes " + strings.Join(pids[:len(pids)-1], ", ") + " and " + pids[len(pids)-1] + ", which died"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func appendNew(list []string, s string) []string {

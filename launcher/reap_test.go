@@ -27,7 +27,7 @@ func TestReapMessage(t *testing.T) {
 		{"many", 7, []string{"o0123abcd.1.1", "o0123abcd.2.1", "o0123abcd.3.1", "o0123abcd.4.1", "o0123abcd.5.1", "o0123abcd.6.1", "o0123abcd.7.1"}, nil,
 			`killed 7 processes left running by bench processes 1, 2, 3, 4, 5 and 2 others, which died`},
 		{"unreadable names", 1, []string{"junk"}, []string{"/tmp/other"},
-			`killed 1 processes left running by bench processes that died; removed 1 temp folders left by bench processes that died`},
+			`killed 1 process left running by bench processes that died; removed 1 temp folder left by bench processes that died`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := reapMessage(tc.killed, tc.owners, tc.dirs); got != tc.want {
