@@ -1258,8 +1258,11 @@ func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
 	s.logAdded(t)
 	s.stats.Retried++
 	d.retryCount[j.root]++
+	// The reason is on the trial's own line (the observer's); the log
+	// file gets it here too.
 	s.log.Warn("trial failed; retrying it", "trial", j.t.ID, "status", out.Status, "retry_trial", t.ID,
-		"attempt", j.attempt+2, "of", s.cfg.MaxRetries+1, "reason", out.FailureReason)
+		"attempt", j.attempt+2, "of", s.cfg.MaxRetries+1)
+	s.log.Info("trial failed", "trial", j.t.ID, "reason", out.FailureReason)
 	failed := j.t
 	failed.Status = out.Status
 	if s.o.Observer != nil {

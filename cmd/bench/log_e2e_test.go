@@ -20,6 +20,11 @@ func TestLogFormats(t *testing.T) {
 	if !strings.Contains(r.stderr, "bench: warning: trial failed; retrying it trial=2 ") {
 		t.Errorf("stderr lacks the retry warning in the terminal format:\n%s", r.stderr)
 	}
+	// The failure's reason is printed once: on trial 2's line, not again
+	// by the retry warning or the environment.
+	if n := strings.Count(r.stderr, "exited with code 1"); n != 1 {
+		t.Errorf("the failure is printed %d times:\n%s", n, r.stderr)
+	}
 	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
 		if !strings.HasPrefix(l, "bench: ") || strings.Contains(l, "level=") || strings.Contains(l, "time=") {
 			t.Errorf("stderr line %q is not in the terminal format", l)
