@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -59,7 +60,7 @@ func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
 	for _, table := range order {
 		stmts = append(stmts, fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT x.*, %s FROM %s.%s x", table, strings.Join(added[table], ", "), schema, table))
 	}
-	stmts = append(stmts, strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosReadOnlyTables))
+	stmts = append(stmts, strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosReadOnlyTables()))
 	for _, stmt := range stmts {
 		for _, one := range strings.Split(stmt, ";") {
 			if strings.TrimSpace(one) == "" {
@@ -77,31 +78,24 @@ func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
 	return true, nil
 }
 
-// mlosReadOnlyTables are bench's tables that an mlos_bench database lacks,
-// empty and temporary (without the foreign keys, which cannot reach the
-// database's tables from the temporary schema).
-const mlosReadOnlyTables = `
-CREATE TEMP TABLE trial_output (
-    exp_id      TEXT NOT NULL,
-    trial_id    INTEGER NOT NULL,
-    seq         INTEGER NOT NULL,
-    phase       TEXT NOT NULL,
-    env_name    TEXT NOT NULL,
-    line        INTEGER NOT NULL,
-    command     TEXT NOT NULL,
-    exit_code   INTEGER NOT NULL,
-    stdout      TEXT NOT NULL,
-    stderr      TEXT NOT NULL,
-    truncated   BOOLEAN NOT NULL,
-    ts_start    {TS},
-    duration_ns {BIGINT} NOT NULL,
-    timed_out   BOOLEAN NOT NULL DEFAULT FALSE,
-    PRIMARY KEY (exp_id, trial_id, seq)
-);
-CREATE TEMP TABLE worker (
-    exp_id      TEXT NOT NULL,
-    owner       TEXT NOT NULL,
-    runners     INTEGER NOT NULL,
-    lease_until {TS} NOT NULL,
-    PRIMARY KEY (exp_id, owner)
-)`
+// mlosReadOnlyTables are bench's tables that an mlos_bench database lacks
+// (adoption's, mlosAdoptTables), empty and temporary: without their
+// indexes and foreign keys, which cannot reach the database's tables from
+// the temporary schema.
+func mlosReadOnlyTables() string {
+	var out []string
+	for _, stmt := range strings.Split(mlosAdoptTables, ";") {
+		if !strings.Contains(stmt, "CREATE TABLE") {
+			continue
+		}
+		stmt = strings.Replace(stmt, "CREATE TABLE", "CREATE TEMP TABLE", 1)
+		stmt = foreignKey.ReplaceAllString(stmt, "")
+		out = append(out, references.ReplaceAllString(stmt, ""))
+	}
+	return strings.Join(out, ";")
+}
+
+var (
+	foreignKey = regexp.MustCompile(`,\s*FOREIGN KEY \([^)]*\) REFERENCES \w+ \([^)]*\)`)
+	references = regexp.MustCompile(` REFERENCES \w+ \([^)]*\)`)
+)
