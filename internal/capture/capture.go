@@ -7,6 +7,8 @@ package capture
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -96,6 +98,22 @@ func Join(head, tail string, dropped int64) string {
 // Marker is the line that stands for dropped bytes.
 func Marker(dropped int64) string {
 	return fmt.Sprintf("\n[bench: %d bytes of output omitted]\n", dropped)
+}
+
+var markerRe = regexp.MustCompile(`\n\[bench: [0-9]+ bytes of output omitted\]\n`)
+
+// Markers returns the [start, end) byte spans of the markers in s, in
+// order: where bounded output was cut (for redacting a secret cut in two,
+// configs.Secrets).
+func Markers(s string) [][2]int {
+	if !strings.Contains(s, " bytes of output omitted]") {
+		return nil
+	}
+	var out [][2]int
+	for _, m := range markerRe.FindAllStringIndex(s, -1) {
+		out = append(out, [2]int{m[0], m[1]})
+	}
+	return out
 }
 
 // Bound keeps the head and the tail of s within limit bytes (limit <= 0:
