@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -99,6 +100,9 @@ func startServer(ctx context.Context, stderr io.Writer, c serveConfig, st storag
 			scheme = "https"
 		}
 		fmt.Fprintf(stderr, "bench: serving experiment %s to workers at %s://%s\n", id, scheme, addr)
+		if warn := serve.PlainHTTPWarning(c.listen, c.cert != ""); warn != "" {
+			fmt.Fprintf(stderr, "bench: warning: %s\n", warn)
+		}
 		return addr, done, nil
 	case err := <-done:
 		return "", nil, err
@@ -228,7 +232,7 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		return exitWith(exitUsage, err)
 	}
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return exitWith(exitUsage, fmt.Errorf("--connect wants an http:// or https:// URL, got %q", url))
+		return exitWith(exitUsage, fmt.Errorf("--connect wants an http:// or https:// URL, got %q", serve.RedactURL(url)))
 	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
@@ -249,7 +253,10 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		runners = append(runners, lr)
 	}
 	printSecurityNotices(stderr, run.Notices())
-	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), url)
+	if warn := workerPlainHTTPWarning(url); warn != "" {
+		fmt.Fprintf(stderr, "bench: warning: %s\n", warn)
+	}
+	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), serve.RedactURL(url))
 	stats, err := serve.RunWorker(ctx, serve.WorkerConfig{
 		URL: strings.TrimRight(url, "/"), Token: tok, CAFile: caFile, Runners: runners, Globals: l.Globals,
 		Redact:            func(o trial.Outcome) trial.Outcome { return storage.RedactOutcome(o, l.Secrets) },
@@ -292,4 +299,14 @@ func prepareCommand(stderr io.Writer, argv []string, name string) (*configs.Laun
 		return nil, nil, exitWith(exitUsage, err)
 	}
 	return l, closeLog, nil
+}
+
+// workerPlainHTTPWarning is serve.PlainHTTPWarning for a worker's
+// --connect URL.
+func workerPlainHTTPWarning(connect string) string {
+	u, err := neturl.Parse(connect)
+	if err != nil || u.Scheme != "http" {
+		return ""
+	}
+	return serve.PlainHTTPWarning(u.Host, false)
 }
