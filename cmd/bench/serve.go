@@ -298,6 +298,7 @@ func prepareCommand(stderr io.Writer, argv []string, name string) (*configs.Laun
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
+	warnConfigs(stderr, l)
 	return l, closeLog, nil
 }
 
