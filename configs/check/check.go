@@ -332,7 +332,7 @@ func duplicateKeys(file string, data []byte) []Problem {
 	for _, d := range dups {
 		out = append(out, Problem{
 			File: file, Line: d.Again.Line, Col: d.Again.Col,
-			Path: pointer(append(slices.Clone(d.Path), d.Key)),
+			Path:    pointer(append(slices.Clone(d.Path), d.Key)),
 			Message: source.DuplicateMessage(file, d),
 		})
 	}
