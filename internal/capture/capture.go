@@ -122,6 +122,17 @@ func Bound(s string, limit int) (string, bool) {
 	if limit <= 0 || len(s) <= limit {
 		return s, false
 	}
-	h := limit / 2
-	return Join(s[:h], s[len(s)-(limit-h):], int64(len(s)-limit)), true
+	h, t := limit/2, len(s)-(limit-limit/2)
+	// Never cut inside the marker of an earlier cut: the text on either
+	// side of a marker must stay next to one (a secret cut there is
+	// redacted by what is left of it, configs.Secrets).
+	for _, m := range Markers(s) {
+		if h > m[0] && h < m[1] {
+			h = m[0]
+		}
+		if t > m[0] && t < m[1] {
+			t = m[1]
+		}
+	}
+	return Join(s[:h], s[t:], int64(t-h)), true
 }
