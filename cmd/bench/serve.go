@@ -38,8 +38,13 @@ the same storage options.
 A worker that stops renewing its leases (killed, disconnected) loses its
 trials when the lease runs out; they go back to the queue and run
 elsewhere, and a result it posts later is rejected. The driver keeps as
-many trials queued as the connected workers have runners. Requests with a
+many trials queued as the connected workers have runners; a worker that
+stops heartbeating stops counting after half the lease. Requests with a
 missing or wrong token are refused and logged (the token never is).
+Idle connections are closed after 60 s (10 s before a first request), at
+most half the file descriptor limit of connections is kept open, and a
+body over 64 MiB (64 KiB but for results) is refused with 413. Plain HTTP
+on an address other than loopback is warned about: use --tls-cert/--tls-key.
 `
 
 // serveConfig reads the serve settings from the launch's globals.
