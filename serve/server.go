@@ -213,6 +213,7 @@ func RedactPath(p string) string {
 	}
 	return out
 }
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

@@ -97,8 +97,18 @@ func TestServeIdleConnections(t *testing.T) {
 	if r, err := client.Do(bye); err == nil {
 		r.Body.Close()
 	}
+	// Its --connect URL holds the token (user information and a query):
+	// neither is sent nor logged.
+	for i, a := range wargs {
+		if a == "http://"+addr {
+			wargs[i] = "http://user:tok-IDLE-secret@" + addr + "/?token=tok-IDLE-secret"
+		}
+	}
 	w := startBench(t, dir, tmp, "w1", wargs...)
 	waitOK(t, w, tmp, "w1")
+	if wl := readLog(tmp, "w1"); strings.Contains(wl, "tok-IDLE-secret") || !strings.Contains(wl, "http://[REDACTED]@"+addr+"/?token=[REDACTED]") {
+		t.Errorf("worker log:\n%s", wl)
+	}
 	waitOK(t, driver, tmp, "driver")
 	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "IDLE")
 	if len(rows) != 2 {
