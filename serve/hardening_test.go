@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -275,5 +276,19 @@ func TestPlainHTTPWarning(t *testing.T) {
 	}
 	if w := PlainHTTPWarning(":7070", false); !strings.Contains(w, "every address") || !strings.Contains(w, "--tls-cert") {
 		t.Errorf("warning %q", w)
+	}
+}
+
+// TestServerErrorBounded: what a server says in a refusal is quoted in
+// the worker's logs and errors at most 1 KiB long.
+func TestServerErrorBounded(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusBadRequest, ErrorResponse{Error: strings.Repeat("x", 1<<20)})
+	}))
+	defer hs.Close()
+	c := &client{url: hs.URL, token: "t", http: hs.Client()}
+	err := c.call(context.Background(), "/v1/claim", ClaimRequest{}, nil)
+	if err == nil || len(err.Error()) > 1200 {
+		t.Errorf("a %d-byte error", len(err.Error()))
 	}
 }

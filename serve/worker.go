@@ -103,6 +103,10 @@ func (c *client) call(ctx context.Context, path string, in, out any) error {
 		if e.Error == "" {
 			e.Error = http.StatusText(resp.StatusCode)
 		}
+		if len(e.Error) > 1024 {
+			// What a server says is quoted in logs and errors: bounded.
+			e.Error = e.Error[:1024] + "..."
+		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			return fmt.Errorf("%w (HTTP 401)", ErrUnauthorized)
 		}
