@@ -14,7 +14,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/safeio"
 )
@@ -69,6 +71,53 @@ type Loader struct {
 	// seen records the keys of the documents read (seenkeys.go); shared
 	// with the loaders made from this one.
 	seen *seenKeys
+	// warn collects the warnings about the files read (duplicate keys),
+	// shared by the loaders derived from this one.
+	warn *warnings
+}
+
+// warnings holds what a loader warns about until someone listens
+// (OnWarning), then passes each new one on, once.
+type warnings struct {
+	mu      sync.Mutex
+	seen    map[string]bool
+	pending []string
+	out     func(string)
+}
+
+func (w *warnings) add(msg string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[msg] {
+		return
+	}
+	w.seen[msg] = true
+	if w.out != nil {
+		w.out(msg)
+		return
+	}
+	w.pending = append(w.pending, msg)
+}
+
+// OnWarning passes every warning about the config files this loader (and
+// those derived from it) read to f: those so far at once, later ones as
+// they come. A key given twice in one object is such a warning (the last
+// value wins, as in mlos_bench), in bench validate's words.
+func (l *Loader) OnWarning(f func(string)) {
+	w := l.warn
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out = f
+	for _, m := range w.pending {
+		f(m)
+	}
+	w.pending = nil
 }
 
 // MaxConfigFileSizeKey is the global (and command-line option) that
@@ -107,7 +156,7 @@ func NewLoader(validate ValidateFunc, configPaths ...string) (*Loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot determine the working folder: %w", err)
 	}
-	l := &Loader{validate: validate, seen: &seenKeys{}}
+	l := &Loader{validate: validate, seen: &seenKeys{}, warn: &warnings{seen: map[string]bool{}}}
 	l.add(cwd)
 	for _, p := range configPaths {
 		abs, err := filepath.Abs(p)
@@ -135,7 +184,7 @@ func (l *Loader) add(dir string) {
 // WithPaths returns a loader that also searches the given paths (after the
 // existing ones, before the built-in configs).
 func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
-	c := &Loader{paths: append([]string(nil), l.paths...), fallback: l.fallback, validate: l.validate, maxFile: l.maxFile, seen: l.seen}
+	c := &Loader{paths: append([]string(nil), l.paths...), fallback: l.fallback, validate: l.validate, maxFile: l.maxFile, seen: l.seen, warn: l.warn}
 	for _, p := range configPaths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -151,7 +200,7 @@ func (l *Loader) WithPaths(configPaths ...string) (*Loader, error) {
 // built-in configs, then the loader's fallback folders: the search path of
 // a ConfigPersistenceService.
 func (l *Loader) WithSearchPath(paths []string) (*Loader, error) {
-	c := &Loader{fallback: l.fallback, validate: l.validate, maxFile: l.maxFile, seen: l.seen}
+	c := &Loader{fallback: l.fallback, validate: l.validate, maxFile: l.maxFile, seen: l.seen, warn: l.warn}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -235,24 +284,47 @@ func ReadFileLimit(ctx context.Context, p string, lim safeio.Limit, def int64) (
 // as inline JSON5, without schema validation.
 func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
 	var doc *source.Doc
-	var err error
 	if IsInline(spec) {
-		doc, err = source.Parse("<inline config>", []byte(spec))
+		d, err := source.Parse("<inline config>", []byte(spec))
+		if err != nil {
+			return nil, err
+		}
+		doc = d
 	} else {
 		resolved := l.Resolve(spec)
-		data, rerr := l.ReadFile(resolved)
-		if rerr != nil {
-			if errors.Is(rerr, fs.ErrNotExist) {
+		data, err := l.ReadFile(resolved)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
 				return nil, &source.Error{File: spec, Err: &NotFoundError{Spec: spec, Searched: l.Paths()}}
 			}
-			return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: rerr}
+			return nil, &source.Error{File: resolved, Msg: "cannot read config", Err: err}
 		}
-		doc, err = source.Parse(resolved, data)
+		root, dups, err := json5.ParseDuplicates(data)
+		if err != nil {
+			return source.Parse(resolved, data) // the error, located
+		}
+		shown := shownPath(resolved)
+		for _, d := range dups {
+			l.warn.add(source.DuplicateWarning(shown, d))
+		}
+		doc = &source.Doc{File: resolved, Root: root}
 	}
-	if err == nil && doc != nil {
-		l.seen.add(doc.Root)
+	l.seen.add(doc.Root)
+	return doc, nil
+}
+
+// shownPath is a config's path for a warning: relative to the working
+// folder when it is inside it.
+func shownPath(p string) string {
+	if !filepath.IsAbs(p) {
+		return p
 	}
-	return doc, err
+	if cwd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return rel
+		}
+	}
+	return p
 }
 
 // NotFoundError is the error of a config file that is on no folder of the

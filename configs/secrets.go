@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/benchtune/bench/internal/capture"
 )
 
 // Redacted replaces a secret value wherever bench writes it.
@@ -16,12 +19,21 @@ const Redacted = "[REDACTED]"
 // recognizes: "secret_params": ["license", "dsn"].
 const SecretParamsKey = "secret_params"
 
-// MinSecretLen is the shortest secret value that is searched for and
-// replaced inside free text (captured output, log lines, error
-// messages): a shorter value ("1", "on") would blank out unrelated text.
-// Shorter values of secret parameters are still redacted where they are
-// written under their name (stored parameters, logged attributes).
+// MinSecretLen is the shortest value of a parameter listed in
+// "secret_params" that is searched for and replaced inside free text
+// (captured output, log lines, error messages): a shorter value ("1",
+// "on") would blank out unrelated text. Shorter values of secret
+// parameters are still redacted where they are written under their name
+// (stored parameters, logged attributes).
 const MinSecretLen = 4
+
+// MinGuessedSecretLen is the shortest value of a parameter whose name
+// only looks secret (IsSecretKey: *_key, *token*, ...) that is searched
+// for in free text. Such a value must also be text that does not read as
+// a boolean, a number or null: ssh_insecure_ignore_host_key "true" or
+// max_tokens "4096" are settings, not secrets, and replacing every "true"
+// in captured output would garble it ("cons[REDACTED]").
+const MinGuessedSecretLen = 6
 
 // Secrets holds the parameters that are secret and their values, so that
 // everything bench writes (captured output, logs, stored parameters,
@@ -133,27 +145,51 @@ func (s *Secrets) AddParams(params map[string]any) error {
 	return err
 }
 
-func (s *Secrets) addAny(v any, numbers bool) {
+// addAny records the secret values in v. listed: the parameter is named
+// in "secret_params" (its numbers and short texts count too); else its
+// name only looks secret and only GuessedSecretValue texts count.
+func (s *Secrets) addAny(v any, listed bool) {
 	switch x := v.(type) {
 	case string:
-		s.AddValue(x)
+		if listed || GuessedSecretValue(x) {
+			s.AddValue(x)
+		}
 	case int64, int, float64:
-		if numbers {
+		if listed {
 			s.AddValue(fmt.Sprint(x))
 		}
 	case []any:
 		for _, e := range x {
-			s.addAny(e, numbers)
+			s.addAny(e, listed)
 		}
 	case []string:
 		for _, e := range x {
-			s.AddValue(e)
+			s.addAny(e, listed)
 		}
 	case map[string]any:
 		for _, e := range x {
-			s.addAny(e, numbers)
+			s.addAny(e, listed)
 		}
 	}
+}
+
+// GuessedSecretValue reports whether v, the text value of a parameter
+// whose name only looks secret, is searched for in free text: at least
+// MinGuessedSecretLen bytes, and not a boolean, a number or null
+// ("true", "False", "4096", "1e6", "None").
+func GuessedSecretValue(v string) bool {
+	t := strings.TrimSpace(v)
+	if len(t) < MinGuessedSecretLen {
+		return false
+	}
+	switch strings.ToLower(t) {
+	case "true", "false", "yes", "no", "on", "off", "null", "none":
+		return false
+	}
+	if _, err := strconv.ParseFloat(t, 64); err == nil {
+		return false
+	}
+	return true
 }
 
 // Redact returns text with every secret value replaced by Redacted.
@@ -162,12 +198,62 @@ func (s *Secrets) Redact(text string) string {
 		return text
 	}
 	s.mu.RLock()
-	r := s.repl
+	r, values := s.repl, s.values
 	s.mu.RUnlock()
 	if r == nil {
 		return text
 	}
-	return r.Replace(text)
+	return redactCuts(r.Replace(text), values)
+}
+
+// redactCuts replaces what is left of a secret that bounded output cut in
+// two: the end of the text before each marker of omitted output
+// (capture.Marker) when it is the start of a secret, and the start of the
+// text after it when it is the end of one. Captured output keeps its head
+// and its tail, so a secret that straddled a cut would otherwise be
+// stored in part.
+func redactCuts(text string, values []string) string {
+	spans := capture.Markers(text)
+	if len(spans) == 0 {
+		return text
+	}
+	var b strings.Builder
+	prev := 0
+	for i, sp := range spans {
+		head := text[prev:sp[0]]
+		if k := longestCut(head, values, true); k > 0 {
+			head = head[:len(head)-k] + Redacted
+		}
+		b.WriteString(head)
+		b.WriteString(text[sp[0]:sp[1]])
+		prev = sp[1]
+		next := len(text)
+		if i+1 < len(spans) {
+			next = spans[i+1][0]
+		}
+		if k := longestCut(text[prev:next], values, false); k > 0 {
+			b.WriteString(Redacted)
+			prev += k
+		}
+	}
+	b.WriteString(text[prev:])
+	return b.String()
+}
+
+// longestCut returns the length of the longest proper part of a secret
+// that seg ends with (atEnd: a secret's start cut off after it) or starts
+// with (a secret's end), 0 for none.
+func longestCut(seg string, values []string, atEnd bool) int {
+	best := 0
+	for _, v := range values {
+		for k := min(len(v)-1, len(seg)); k > best; k-- {
+			if atEnd && strings.HasSuffix(seg, v[:k]) || !atEnd && strings.HasPrefix(seg, v[len(v)-k:]) {
+				best = k
+				break
+			}
+		}
+	}
+	return best
 }
 
 // RedactValue returns the value a parameter named name is written with:

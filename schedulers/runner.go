@@ -177,6 +177,7 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 		sampler.Close()
 		out.Telemetry = append(out.Telemetry, sampler.Samples()...)
 		out.Output = rec.Outputs()
+		out.FailureReason = trial.BoundReason(out.FailureReason)
 		if out.Ts.IsZero() {
 			out.Ts = time.Now().UTC()
 		}

@@ -105,6 +105,10 @@ type Config struct {
 	// sets it); nil: never finished.
 	ExperimentStatus func(ctx context.Context) (trial.Status, error)
 	Logger           *slog.Logger
+	// MaxConns bounds the open connections (0: DefaultMaxConns). Past it,
+	// the connections that wait longest without a request in progress
+	// are closed (see ListenAndServe).
+	MaxConns int
 }
 
 // Server serves one experiment.
@@ -113,6 +117,8 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
+	// limiter bounds the open connections (ListenAndServe).
+	limiter *connLimiter
 }
 
 // New returns a server for exp (the experiment as opened).
@@ -149,22 +155,64 @@ func ReadToken(path string) (string, error) {
 	return tok, nil
 }
 
-// ServeHTTP checks the token, then dispatches.
+// ServeHTTP checks the token and the body's size, then dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		s.log.Warn("refused a request without the right access token", "from", host, "path", r.URL.Path)
+		s.log.Warn("refused a request without the right access token", "from", host, "path", RedactPath(r.URL.Path))
+		// Not kept open for more requests: a client without the token
+		// gets nothing from a connection.
+		w.Header().Set("Connection", "close")
 		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: "missing or wrong access token"})
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	limit := bodyLimit(r.URL.Path)
+	if r.ContentLength > limit {
+		// Refused before reading a byte of it.
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse{Error: fmt.Sprintf("request body of %d bytes is larger than the %d bytes allowed", r.ContentLength, limit)})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	s.mux.ServeHTTP(w, r)
 }
 
-// maxBody bounds a request body (outcomes carry captured output).
-const maxBody = 64 << 20
+// maxBody bounds the body of a result (outcomes carry captured output);
+// maxSmallBody the body of every other request.
+const (
+	maxBody      = 64 << 20
+	maxSmallBody = 64 << 10
+)
+
+func bodyLimit(path string) int64 {
+	if path == "/v1/result" {
+		return maxBody
+	}
+	return maxSmallBody
+}
+
+// routes are the path segments a request path may show in a log line;
+// any other segment (a token a client put in the URL) is redacted.
+var routes = map[string]bool{"v1": true, "register": true, "claim": true, "heartbeat": true, "result": true, "bye": true}
+
+// RedactPath returns a request path for a log line: every segment that
+// is not one of the server's own ("/<token>/v1/register" becomes
+// "/[REDACTED]/v1/register"), at most 200 bytes.
+func RedactPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if seg != "" && !routes[seg] {
+			segs[i] = "[REDACTED]"
+		}
+	}
+	out := strings.Join(segs, "/")
+	if len(out) > 200 {
+		out = out[:200] + "..."
+	}
+	return out
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -180,11 +228,28 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		writeJSON(w, http.StatusBadRequest, ErrorResponse{Error: "bad request body: " + err.Error()})
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse{Error: fmt.Sprintf("request body larger than the %d bytes allowed", tooBig.Limit)})
+			return false
+		}
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		writeJSON(w, http.StatusBadRequest, ErrorResponse{Error: "bad request body: " + msg})
 		return false
 	}
 	return true
 }
+
+// workerLease is how long a network worker counts for the driver's
+// queue (its runners get trials queued) after its registration or last
+// heartbeat: half the trial lease. Its heartbeats come every third of the
+// lease, so a live worker keeps counting, and a killed one stops counting
+// after half the lease, before its claims on trials run out.
+func (s *Server) workerLease() time.Duration { return s.cfg.Lease / 2 }
 
 // workerIDRe is what a worker id looks like: net:<name>:<random>.
 var workerIDRe = regexp.MustCompile(`^net:[A-Za-z0-9_.@-]{1,64}:[0-9a-f]{16}$`)
@@ -218,7 +283,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	id := "net:" + name + ":" + hex.EncodeToString(b)
-	if err := s.exp.WithOwner(id, s.cfg.Lease).RegisterWorker(r.Context(), req.Runners); err != nil {
+	if err := s.exp.WithOwner(id, s.workerLease()).RegisterWorker(r.Context(), req.Runners); err != nil {
 		s.fail(w, http.StatusInternalServerError, "registering: %v", err)
 		return
 	}
@@ -300,7 +365,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusInternalServerError, "renewing leases: %v", err)
 		return
 	}
-	if err := v.RegisterWorker(ctx, max(req.Runners, 1)); err != nil {
+	if err := s.exp.WithOwner(req.WorkerID, s.workerLease()).RegisterWorker(ctx, max(req.Runners, 1)); err != nil {
 		s.fail(w, http.StatusInternalServerError, "renewing the worker: %v", err)
 		return
 	}
@@ -353,7 +418,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		// status, unfinished and without results.
 		if err := v.UpdateStatus(r.Context(), req.TrialID, out.Status, out.Ts); err != nil {
 			if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) || errors.Is(err, storage.ErrNotFound) {
-				s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker any more: %v", req.TrialID, err)
+				s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker", req.TrialID)
 				return
 			}
 			s.fail(w, http.StatusInternalServerError, "storing trial %d: %v", req.TrialID, err)
@@ -370,6 +435,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 			out.Status, out.FailureReason, out.Results = trial.FAILED, trial.MissingMetricReason(err, out.Notes), nil
 		}
 	}
+	out.FailureReason = trial.BoundReason(out.FailureReason)
 	if out.Ts.IsZero() {
 		out.Ts = time.Now().UTC()
 	}
@@ -382,7 +448,9 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		}{true})
 	case errors.Is(err, storage.ErrNotOwner), errors.Is(err, storage.ErrFinished), errors.Is(err, storage.ErrNotFound):
 		s.log.Warn("rejected a result for a trial no longer assigned to the worker", "trial", req.TrialID, "worker", req.WorkerID, "err", err)
-		s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker any more: %v", req.TrialID, err)
+		// Who owns it now is not said: a token holder must not learn
+		// another worker's id (and post as that worker).
+		s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker", req.TrialID)
 	default:
 		s.fail(w, http.StatusInternalServerError, "storing trial %d: %v", req.TrialID, err)
 	}
@@ -414,7 +482,14 @@ func (s *Server) ListenAndServe(ctx context.Context, addr, certFile, keyFile str
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	maxConns := s.cfg.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns()
+	}
+	s.limiter = newConnLimiter(maxConns, s.log)
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: serveHeaderTimeout, ReadTimeout: serveReadTimeout,
+		WriteTimeout: serveWriteTimeout, IdleTimeout: serveIdleTimeout, ConnState: s.limiter.state,
+		MaxHeaderBytes: 64 << 10, ErrorLog: nil}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

@@ -90,7 +90,7 @@ func (c *client) call(ctx context.Context, path string, in, out any) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return redactErr(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -102,6 +102,10 @@ func (c *client) call(ctx context.Context, path string, in, out any) error {
 		_ = json.Unmarshal(body, &e)
 		if e.Error == "" {
 			e.Error = http.StatusText(resp.StatusCode)
+		}
+		if len(e.Error) > 1024 {
+			// What a server says is quoted in logs and errors: bounded.
+			e.Error = e.Error[:1024] + "..."
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			return fmt.Errorf("%w (HTTP 401)", ErrUnauthorized)
@@ -181,11 +185,19 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (WorkerStats, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	c := &client{url: cfg.URL, token: cfg.Token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second}, giveUp: cfg.GiveUp}
+	base, dropped, err := baseURL(cfg.URL)
+	if err != nil {
+		return stats, err
+	}
+	shown := RedactURL(cfg.URL)
+	if dropped {
+		cfg.Logger.Warn("the server URL's user information, query and fragment are ignored: the access token comes from the token file", "url", shown)
+	}
+	c := &client{url: base, token: cfg.Token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second}, giveUp: cfg.GiveUp}
 	log := cfg.Logger
 	var reg RegisterResponse
 	if err := c.retry(ctx, log, "register", "/v1/register", RegisterRequest{Name: cfg.Name, Runners: len(cfg.Runners)}, &reg); err != nil {
-		return stats, fmt.Errorf("registering with %s: %w", cfg.URL, err)
+		return stats, fmt.Errorf("registering with %s: %w", shown, err)
 	}
 	log.Info("registered with the server", "worker", reg.WorkerID, "experiment", reg.ExperimentID)
 	w := &worker{cfg: cfg, c: c, id: reg.WorkerID, exp: reg.ExperimentID, log: log, running: map[int]context.CancelCauseFunc{}}

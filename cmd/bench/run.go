@@ -123,6 +123,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 		return exitWith(exitUsage, err)
 	}
 	defer closeLog()
+	warnConfigs(stderr, l)
 	reapStale(stderr)
 
 	if args.CreateUpdateStorageSchemaOnly {
@@ -370,4 +371,11 @@ func printSecurityNotices(stderr io.Writer, notices []string) {
 	for _, n := range notices {
 		fmt.Fprintf(stderr, "bench: warning: %s (recorded with the experiment)\n", n)
 	}
+}
+
+// warnConfigs prints the warnings about the config files read so far and
+// later (a key given twice in one object: the last value wins, as in
+// mlos_bench), as bench validate words them.
+func warnConfigs(stderr io.Writer, l *configs.Launch) {
+	l.Loader.OnWarning(func(w string) { fmt.Fprintf(stderr, "bench: %s\n", w) })
 }

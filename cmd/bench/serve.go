@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -37,8 +38,13 @@ the same storage options.
 A worker that stops renewing its leases (killed, disconnected) loses its
 trials when the lease runs out; they go back to the queue and run
 elsewhere, and a result it posts later is rejected. The driver keeps as
-many trials queued as the connected workers have runners. Requests with a
+many trials queued as the connected workers have runners; a worker that
+stops heartbeating stops counting after half the lease. Requests with a
 missing or wrong token are refused and logged (the token never is).
+Idle connections are closed after 60 s (10 s before a first request), at
+most half the file descriptor limit of connections is kept open, and a
+body over 64 MiB (64 KiB but for results) is refused with 413. Plain HTTP
+on an address other than loopback is warned about: use --tls-cert/--tls-key.
 `
 
 // serveConfig reads the serve settings from the launch's globals.
@@ -99,6 +105,9 @@ func startServer(ctx context.Context, stderr io.Writer, c serveConfig, st storag
 			scheme = "https"
 		}
 		fmt.Fprintf(stderr, "bench: serving experiment %s to workers at %s://%s\n", id, scheme, addr)
+		if warn := serve.PlainHTTPWarning(c.listen, c.cert != ""); warn != "" {
+			fmt.Fprintf(stderr, "bench: warning: %s\n", warn)
+		}
 		return addr, done, nil
 	case err := <-done:
 		return "", nil, err
@@ -228,7 +237,7 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		return exitWith(exitUsage, err)
 	}
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return exitWith(exitUsage, fmt.Errorf("--connect wants an http:// or https:// URL, got %q", url))
+		return exitWith(exitUsage, fmt.Errorf("--connect wants an http:// or https:// URL, got %q", serve.RedactURL(url)))
 	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
@@ -249,7 +258,10 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 		runners = append(runners, lr)
 	}
 	printSecurityNotices(stderr, run.Notices())
-	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), url)
+	if warn := workerPlainHTTPWarning(url); warn != "" {
+		fmt.Fprintf(stderr, "bench: warning: %s\n", warn)
+	}
+	fmt.Fprintf(stderr, "bench: worker with %d trial runners connecting to %s\n", len(runners), serve.RedactURL(url))
 	stats, err := serve.RunWorker(ctx, serve.WorkerConfig{
 		URL: strings.TrimRight(url, "/"), Token: tok, CAFile: caFile, Runners: runners, Globals: l.Globals,
 		Redact:            func(o trial.Outcome) trial.Outcome { return storage.RedactOutcome(o, l.Secrets) },
@@ -291,5 +303,16 @@ func prepareCommand(stderr io.Writer, argv []string, name string) (*configs.Laun
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
+	warnConfigs(stderr, l)
 	return l, closeLog, nil
+}
+
+// workerPlainHTTPWarning is serve.PlainHTTPWarning for a worker's
+// --connect URL.
+func workerPlainHTTPWarning(connect string) string {
+	u, err := neturl.Parse(connect)
+	if err != nil || u.Scheme != "http" {
+		return ""
+	}
+	return serve.PlainHTTPWarning(u.Host, false)
 }

@@ -333,9 +333,8 @@ func duplicateKeys(file string, data []byte) []Problem {
 	for _, d := range dups {
 		out = append(out, Problem{
 			File: file, Line: d.Again.Line, Col: d.Again.Col,
-			Path: pointer(append(slices.Clone(d.Path), d.Key)),
-			Message: fmt.Sprintf("warning: duplicate key %q, first at %s:%d:%d; the last value wins (as in mlos_bench)",
-				d.Key, file, d.First.Line, d.First.Col),
+			Path:    pointer(append(slices.Clone(d.Path), d.Key)),
+			Message: source.DuplicateMessage(file, d),
 		})
 	}
 	return out

@@ -171,3 +171,19 @@ func (r Ref) Errorf(format string, args ...any) *Error {
 	}
 	return r.Doc.Errorf(r.Path, format, args...)
 }
+
+// DuplicateMessage is the warning about a key given twice in one object
+// of file (bench validate and bench run say the same): the last value
+// wins, as in mlos_bench.
+func DuplicateMessage(file string, d json5.Duplicate) string {
+	return fmt.Sprintf("warning: duplicate key %q, first at %s:%d:%d; the last value wins (as in mlos_bench)",
+		d.Key, file, d.First.Line, d.First.Col)
+}
+
+// DuplicateWarning is DuplicateMessage with the place of the later key
+// and its JSON path: "env.jsonc:5:5: /config/run: warning: duplicate key
+// ...".
+func DuplicateWarning(file string, d json5.Duplicate) string {
+	return fmt.Sprintf("%s:%d:%d: %s: %s", file, d.Again.Line, d.Again.Col,
+		Pointer(append(append([]string(nil), d.Path...), d.Key)), DuplicateMessage(file, d))
+}

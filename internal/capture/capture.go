@@ -7,6 +7,8 @@ package capture
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -98,12 +100,39 @@ func Marker(dropped int64) string {
 	return fmt.Sprintf("\n[bench: %d bytes of output omitted]\n", dropped)
 }
 
+var markerRe = regexp.MustCompile(`\n\[bench: [0-9]+ bytes of output omitted\]\n`)
+
+// Markers returns the [start, end) byte spans of the markers in s, in
+// order: where bounded output was cut (for redacting a secret cut in two,
+// configs.Secrets).
+func Markers(s string) [][2]int {
+	if !strings.Contains(s, " bytes of output omitted]") {
+		return nil
+	}
+	var out [][2]int
+	for _, m := range markerRe.FindAllStringIndex(s, -1) {
+		out = append(out, [2]int{m[0], m[1]})
+	}
+	return out
+}
+
 // Bound keeps the head and the tail of s within limit bytes (limit <= 0:
 // no limit) and tells whether it cut anything.
 func Bound(s string, limit int) (string, bool) {
 	if limit <= 0 || len(s) <= limit {
 		return s, false
 	}
-	h := limit / 2
-	return Join(s[:h], s[len(s)-(limit-h):], int64(len(s)-limit)), true
+	h, t := limit/2, len(s)-(limit-limit/2)
+	// Never cut inside the marker of an earlier cut: the text on either
+	// side of a marker must stay next to one (a secret cut there is
+	// redacted by what is left of it, configs.Secrets).
+	for _, m := range Markers(s) {
+		if h > m[0] && h < m[1] {
+			h = m[0]
+		}
+		if t > m[0] && t < m[1] {
+			t = m[1]
+		}
+	}
+	return Join(s[:h], s[t:], int64(t-h)), true
 }

@@ -49,3 +49,21 @@ func TestBoundUTF8(t *testing.T) {
 		t.Error("no limit")
 	}
 }
+
+// TestBoundKeepsMarkersWhole: bounding output that was cut before never
+// cuts inside the earlier marker.
+func TestBoundKeepsMarkersWhole(t *testing.T) {
+	c := Limit(1024)
+	_, _ = c.Write([]byte(strings.Repeat("h", 600) + strings.Repeat("t", 3000)))
+	once := c.String()
+	for limit := 1000; limit <= len(once); limit++ {
+		got, _ := Bound(once, limit)
+		rest := got
+		for _, m := range Markers(got) {
+			rest = strings.Replace(rest, got[m[0]:m[1]], "", 1)
+		}
+		if strings.Trim(rest, "ht") != "" {
+			t.Fatalf("limit %d: a marker was cut: %q", limit, got)
+		}
+	}
+}

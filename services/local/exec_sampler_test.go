@@ -17,6 +17,7 @@ func TestLocalExecRegistersLinesWithTheSampler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = exe.Close() })
 	s := services.NewSampler(50 * time.Millisecond)
 	defer s.Close()
 	ctx := services.WithSampler(context.Background(), s)

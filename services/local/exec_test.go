@@ -36,6 +36,8 @@ func newExec(t testing.TB, cfg Config, opts Options) *LocalExecService {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its spare temp folder goes with it.
+	t.Cleanup(func() { _ = svc.Close() })
 	return svc
 }
 

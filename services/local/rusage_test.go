@@ -39,8 +39,15 @@ for i in range(0, len(b), 4096): b[i] = 1'"; true`,
 		t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 	}
 	sleep, busy, mem := res.Lines[0], res.Lines[1], res.Lines[2]
-	if sleep.Duration < 450*time.Millisecond || sleep.Duration > 900*time.Millisecond {
+	// Only what load cannot break: a sleep lasts at least its time (a
+	// busy machine can make it last longer, so there is no upper bound),
+	// uses next to no CPU, and a single-threaded busy loop's wall time is
+	// at least its CPU time.
+	if sleep.Duration < 450*time.Millisecond {
 		t.Errorf("sleep 0.5: wall %v", sleep.Duration)
+	}
+	if busy.Duration < busy.UserCPU {
+		t.Errorf("busy loop: wall %v < user CPU %v", busy.Duration, busy.UserCPU)
 	}
 	if cpu := sleep.UserCPU + sleep.SysCPU; cpu >= 100*time.Millisecond {
 		t.Errorf("sleep 0.5: CPU %v", cpu)

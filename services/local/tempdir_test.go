@@ -303,6 +303,7 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = td.Close() })
 	dir, cleanup, err := td.TempDir(context.Background(), "e n v")
 	if err != nil {
 		t.Fatal(err)

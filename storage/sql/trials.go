@@ -475,7 +475,7 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 	}
 	fin := &finish{trialID: trialID, status: out.Status, ts: ts, results: results, telemetry: telemetry, output: output}
 	if out.FailureReason != "" {
-		fin.reason = clean(out.FailureReason)
+		fin.reason = clean(trial.BoundReason(out.FailureReason))
 	}
 	return fin, nil
 }

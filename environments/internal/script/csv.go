@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/environments"
@@ -22,8 +24,64 @@ var ErrNoResults = errors.New("no results")
 // as nanoseconds since 1970).
 var MinTelemetryTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// MaxCSVLine is the longest line of a results or telemetry file: a longer
+// one (a file of NULs or binary data without a newline) is refused before
+// it is parsed, so that neither memory nor the failure reason grows with
+// it.
+const MaxCSVLine = 1 << 20
+
+// checkText refuses data that is not a text CSV file: a NUL byte, or a
+// line longer than MaxCSVLine. The error names the line and the byte
+// offset of the problem, and quotes none of the data.
+func checkText(data []byte) error {
+	line, start := 1, 0
+	for start <= len(data) {
+		end := bytes.IndexByte(data[start:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += start
+		}
+		if i := bytes.IndexByte(data[start:end], 0); i >= 0 {
+			return fmt.Errorf("line %d, byte offset %d: a NUL byte: this is not a text (CSV) file", line, start+i)
+		}
+		if end-start > MaxCSVLine {
+			return fmt.Errorf("line %d (from byte offset %d) is longer than %d bytes (%d bytes without a newline): this is not a CSV file", line, start, MaxCSVLine, end-start)
+		}
+		line++
+		start = end + 1
+	}
+	return nil
+}
+
+// Short quotes user text for an error message: whole when short, else its
+// first bytes and its length, so that an error never grows with the data.
+func Short(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// shortJoin is Short for a row of fields.
+func shortJoin(fields []string) string {
+	s := strings.Join(fields, ",")
+	if len(s) <= 200 {
+		return s
+	}
+	return Short(s)
+}
+
 func readCSV(data []byte) ([][]string, []int, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if err := checkText(data); err != nil {
+		return nil, nil, err
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
 	var recs [][]string
@@ -97,7 +155,7 @@ func ParseResults(data []byte) (map[string]any, error) {
 	header := trimAll(recs[0])
 	rows := recs[1:]
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("the file has a header (%s) but no data rows: %w", strings.Join(header, ","), ErrNoResults)
+		return nil, fmt.Errorf("the file has a header (%s) but no data rows: %w", shortJoin(header), ErrNoResults)
 	}
 	out := map[string]any{}
 	switch {
@@ -122,13 +180,13 @@ func ParseResults(data []byte) (map[string]any, error) {
 				return nil, fmt.Errorf("line %d: column %d has no name", lines[0], i+1)
 			}
 			if _, dup := out[name]; dup {
-				return nil, fmt.Errorf("line %d: column %q appears twice", lines[0], name)
+				return nil, fmt.Errorf("line %d: column %s appears twice", lines[0], Short(name))
 			}
 			out[name] = CSVValue(row[i])
 		}
 	default:
 		return nil, fmt.Errorf("unknown layout: the header (%s) is not \"metric,value\" (long format) and there are %d data rows (wide format needs exactly one)",
-			strings.Join(header, ","), len(rows))
+			shortJoin(header), len(rows))
 	}
 	return out, nil
 }
@@ -158,7 +216,7 @@ func ParseTelemetry(data []byte, loc *time.Location) ([]environments.Telemetry, 
 			return nil, fmt.Errorf("line %d: %v", lines[i], err)
 		}
 		if !ts.After(MinTelemetryTime) {
-			return nil, fmt.Errorf("line %d: timestamp %q is not after %s", lines[i], f[0], MinTelemetryTime.Format("2006-01-02"))
+			return nil, fmt.Errorf("line %d: timestamp %s is not after %s", lines[i], Short(f[0]), MinTelemetryTime.Format("2006-01-02"))
 		}
 		if f[1] == "" {
 			return nil, fmt.Errorf("line %d: empty metric name", lines[i])
@@ -215,7 +273,7 @@ func ParseTimestamp(s string, loc *time.Location) (time.Time, error) {
 			return ts.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("cannot read %q as a timestamp (want e.g. 2024-10-25 13:45:00, 2024-10-25T13:45:00.123Z or 2024-10-25 13:45:00 +0200)", orig)
+	return time.Time{}, fmt.Errorf("cannot read %s as a timestamp (want e.g. 2024-10-25 13:45:00, 2024-10-25T13:45:00.123Z or 2024-10-25 13:45:00 +0200)", Short(orig))
 }
 
 func isString(v any) bool {
