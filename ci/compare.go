@@ -31,6 +31,9 @@ type Options struct {
 	Seed uint64
 	// Resamples of the bootstrap (0: stats.DefaultResamples).
 	Resamples int
+	// UTest is how the Mann–Whitney p-value is computed (empty:
+	// stats.UTestBenchstat, exact with ties as benchstat).
+	UTest stats.UTestMethod
 }
 
 // Side summarizes one side's samples of a metric.
@@ -78,8 +81,12 @@ type Report struct {
 	Verdict string `json:"verdict"`
 }
 
-// Method states how the verdicts are decided.
-const Method = "two-sided Mann–Whitney U test of baseline vs current samples (exact without ties and under 50 samples, else normal approximation with tie and continuity corrections); a change is significant when p < alpha; a regression is a significant change of the median beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of the relative change of the medians (2000 resamples, fixed seed)"
+// Method states how the verdicts are decided (benchstat's computation of
+// the p-value, the default).
+const Method = "two-sided Mann–Whitney U test of baseline vs current samples, p as benchstat computes it (golang.org/x/perf benchmath: exact distribution with ties up to 50 values per side, 25 with ties, else normal approximation with tie and continuity corrections); a change is significant when p < alpha; a regression is a significant change of the median beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of the relative change of the medians (2000 resamples, fixed seed, at least 3 values per side)"
+
+// MethodR states the verdict rule with R's computation of the p-value.
+const MethodR = "two-sided Mann–Whitney U test of baseline vs current samples, p as R's wilcox.test computes it (exact without ties and under 50 values per side, else normal approximation with tie and continuity corrections); a change is significant when p < alpha; a regression is a significant change of the median beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of the relative change of the medians (2000 resamples, fixed seed, at least 3 values per side)"
 
 // Compare compares cur with base. With rules, every rule's metric is
 // compared for every configuration of cur, and verdicts follow the
@@ -92,7 +99,11 @@ func Compare(base, cur *Samples, rules []Rule, o Options) *Report {
 	if o.Resamples <= 0 {
 		o.Resamples = stats.DefaultResamples
 	}
-	rep := &Report{Baseline: base.Name, Current: cur.Name, Alpha: o.Alpha, Method: Method, Verdict: Pass}
+	method := Method
+	if o.UTest == stats.UTestR {
+		method = MethodR
+	}
+	rep := &Report{Baseline: base.Name, Current: cur.Name, Alpha: o.Alpha, Method: method, Verdict: Pass}
 	for ci := range cur.Configs {
 		c := &cur.Configs[ci]
 		b := base.Find(c.Key)
@@ -141,8 +152,9 @@ func side(xs []float64) Side {
 		s.Median = math.NaN()
 		return s
 	}
-	s.Median = stats.Median(xs)
-	if lo, hi, ok := stats.MedianCI(xs, 0.95); ok && s.Median != 0 {
+	med, lo, hi, ok := stats.MedianSummary(xs, 0.95)
+	s.Median = med
+	if ok && s.Median != 0 {
 		sp := math.Max(hi-s.Median, s.Median-lo) / math.Abs(s.Median)
 		s.Spread = &sp
 	}
@@ -171,9 +183,10 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 			r.CILow, r.CIHigh = ptr(lo), ptr(hi)
 		}
 	}
-	mw, ok := stats.MannWhitneyU(x, y)
+	mw, ok := stats.UTest(o.UTest, x, y)
 	if ok {
 		r.P, r.Exact = ptr(mw.P), mw.Exact
+		// Strictly below: a p-value equal to alpha is not significant.
 		r.Significant = mw.P < o.Alpha
 	}
 	if minP := stats.MinP(len(x), len(y)); minP >= o.Alpha {

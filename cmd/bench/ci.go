@@ -13,6 +13,7 @@ import (
 
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/internal/stats"
 )
 
 // ciFlags are bench ci's own options; the others are bench run's.
@@ -27,6 +28,9 @@ type ciFlags struct {
 	alpha             float64
 	allowInsufficient bool
 	saveAs            string
+	uTest             string
+	// round two (docs/ci.md): see ci_round2.go
+	r2 ciRound2
 }
 
 func newCICmd() *cobra.Command {
@@ -72,6 +76,9 @@ Options:
   --json FILE              write the comparison as JSON
   --allow-insufficient     too few samples to decide passes (with a warning)
                            instead of exiting 2
+  --u-test benchstat|r     how the Mann–Whitney p-value is computed: benchstat's
+                           exact distribution with ties (default), or R's
+                           wilcox.test (normal approximation when values tie)
 
 Every other option is bench run's (--config, --environment, --tunable_values,
 --storage, --globals, --NAME VALUE ...).
@@ -137,7 +144,21 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 			f.saveAs, err = next()
 		case "allow-insufficient":
 			f.allowInsufficient = true
+		case "u-test":
+			if s, err = next(); err == nil {
+				if _, perr := stats.ParseUTestMethod(s); perr != nil {
+					err = &configs.UsageError{Msg: "--u-test: " + perr.Error()}
+				}
+				f.uTest = s
+			}
 		default:
+			var handled bool
+			if handled, err = f.r2.parse(key, next); handled || err != nil {
+				break
+			}
+			if typo := ciTypo(arg); typo != "" {
+				return f, nil, &configs.UsageError{Msg: fmt.Sprintf("unknown option %s: did you mean --%s? (bench ci's options are listed by bench ci --help; a global of that name goes in a --globals file)", name, typo)}
+			}
 			rest = append(rest, arg)
 		}
 		if err != nil {
@@ -160,6 +181,9 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	}
 	if f.thresholds == "" {
 		return exitWith(exitUsage, errors.New("bench ci needs --thresholds FILE (see bench ci --help)"))
+	}
+	if err := f.checkOutputs(); err != nil {
+		return exitWith(exitUsage, err)
 	}
 	th, err := ci.LoadThresholds(f.thresholds)
 	if err != nil {
@@ -221,7 +245,7 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
 		return nil
 	}
-	rep := ci.Compare(base, cur, th.Metrics, ci.Options{Alpha: th.Alpha, Seed: 1})
+	rep := ci.Compare(base, cur, th.Metrics, f.compareOptions(th.Alpha))
 	return finishReport(stdout, stderr, rep, f, "bench ci")
 }
 
