@@ -132,17 +132,7 @@ func Compare(base, cur *Samples, rules []Rule, o Options) *Report {
 			rep.Rows = append(rep.Rows, compareOne(c, b, m, nil, o))
 		}
 	}
-	for _, r := range rep.Rows {
-		switch {
-		case r.Verdict == Regression:
-			rep.Verdict = Regression
-		case rep.Verdict == Regression:
-		case r.Verdict == Missing:
-			rep.Verdict = Missing
-		case r.Verdict == Insufficient && rep.Verdict != Missing:
-			rep.Verdict = Insufficient
-		}
-	}
+	rep.decide()
 	return rep
 }
 
@@ -225,4 +215,31 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 		r.Verdict, r.Reason = Pass, "significant change "+FormatChange(ch)+" within the threshold ("+rule.String()+")"
 	}
 	return r
+}
+
+// Merge appends other's rows to rep, their configurations suffixed (e.g.
+// " vs history"), and recomputes the overall verdict.
+func (rep *Report) Merge(other *Report, suffix string) {
+	for _, r := range other.Rows {
+		r.Config += suffix
+		rep.Rows = append(rep.Rows, r)
+	}
+	rep.decide()
+}
+
+// decide sets the overall verdict from the rows: regression when any row
+// is one, else missing or insufficient when any row is, else pass.
+func (rep *Report) decide() {
+	rep.Verdict = Pass
+	for _, r := range rep.Rows {
+		switch {
+		case r.Verdict == Regression:
+			rep.Verdict = Regression
+		case rep.Verdict == Regression:
+		case r.Verdict == Missing:
+			rep.Verdict = Missing
+		case r.Verdict == Insufficient && rep.Verdict != Missing:
+			rep.Verdict = Insufficient
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,7 +116,9 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 		var s string
 		switch key {
 		case "repeat":
-			if s, err = next(); err == nil {
+			if s, err = next(); err == nil && s == "auto" {
+				f.r2.auto = true
+			} else if err == nil {
 				f.repeat, err = strconv.Atoi(s)
 				if err != nil || f.repeat < 1 {
 					err = &configs.UsageError{Msg: fmt.Sprintf("--repeat must be an integer >= 1, got %q", s)}
@@ -169,6 +172,9 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 }
 
 func runCI(stdout, stderr io.Writer, argv []string) error {
+	if len(argv) > 0 && argv[0] == "history" {
+		return runCIHistory(stdout, stderr, argv[1:])
+	}
 	for _, a := range argv {
 		if a == "-h" || a == "--help" {
 			fmt.Fprint(stdout, ciHelp)
@@ -192,6 +198,20 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	if f.alpha > 0 {
 		th.Alpha = f.alpha
 	}
+	if err := f.r2.validate(&f); err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if f.r2.current != "" {
+		return runCIImport(stdout, stderr, f, rest, th)
+	}
+	if f.r2.abMode() {
+		if rest = slices.DeleteFunc(rest, func(a string) bool { return a == "--no-progress" || a == "--no_progress" }); len(rest) > 0 {
+			return exitWith(exitUsage, fmt.Errorf("an A/B job of commands takes no bench run options, got %q", rest))
+		}
+		ctx, stop := interruptContext(stderr)
+		defer stop()
+		return runCIAB(ctx, stdout, stderr, f, th)
+	}
 	l, closeLog, err := prepareCommand(stderr, rest, "ci")
 	if err != nil {
 		return err
@@ -200,6 +220,12 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 
+	if f.r2.baselineConfig != "" {
+		if len(l.TunableValues) > 0 || f.bestOf != "" {
+			return exitWith(exitUsage, errors.New("--baseline-config and --candidate-config are the set of an A/B job: --tunable_values and --best-of cannot be added"))
+		}
+		l.TunableValues = []string{f.r2.baselineConfig, f.r2.candConfig}
+	}
 	set, err := ci.BuildSet(ctx, l, f.bestOf)
 	if err != nil {
 		return exitWith(exitUsage, err)
@@ -209,6 +235,9 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		if base, err = ci.LoadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
+	}
+	if base != nil {
+		noiseCheck(stderr, base, th, f.repeat, f)
 	}
 	prog := newProgress(stderr, !l.Args.NoProgress)
 	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
@@ -236,7 +265,22 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	if runErr != nil {
 		fmt.Fprintf(stderr, "bench ci: warning: %v\n", runErr)
 	}
-	if base == nil {
+	if f.r2.baselineConfig != "" {
+		// A/B of two configurations: the first of the set against the second.
+		if len(cur.Configs) != 2 {
+			return exitWith(exitUsage, errors.New("--baseline-config and --candidate-config give the same configuration: nothing to compare"))
+		}
+		base = &ci.Samples{Name: "baseline " + cur.Configs[0].Label, Configs: cur.Configs[:1]}
+		cur = &ci.Samples{Name: "candidate " + cur.Configs[1].Label, Configs: cur.Configs[1:]}
+	}
+	if base == nil && f.r2.historyWindow == 0 && f.r2.history != "" {
+		if err := finishReportRound2(stdout, stderr, nil, cur, th, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
+		return nil
+	}
+	if base == nil && f.r2.historyWindow == 0 {
 		// No baseline: record the run (e.g. the baseline of later runs).
 		rep := ci.Compare(cur, cur, th.Metrics, ci.Options{Alpha: th.Alpha, Seed: 1})
 		for _, row := range rep.Rows {
@@ -245,8 +289,7 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
 		return nil
 	}
-	rep := ci.Compare(base, cur, th.Metrics, f.compareOptions(th.Alpha))
-	return finishReport(stdout, stderr, rep, f, "bench ci")
+	return finishCI(stdout, stderr, base, cur, th, f)
 }
 
 // finishReport writes the outputs of bench ci (and bench compare with

@@ -313,3 +313,6 @@ func RelChange(x, y []float64) float64 {
 	}
 	return (my - mx) / math.Abs(mx)
 }
+
+// NormQuantile is the p quantile of the standard normal distribution.
+func NormQuantile(p float64) float64 { return -math.Sqrt2 * math.Erfcinv(2*p) }
