@@ -34,7 +34,15 @@ type Options struct {
 	// UTest is how the Mann–Whitney p-value is computed (empty:
 	// stats.UTestBenchstat, exact with ties as benchstat).
 	UTest stats.UTestMethod
+	// Paired compares the i-th baseline value with the i-th current one
+	// (an A/B job's blocks): the exact sign test of the pairs, and the
+	// change as the median of the per-pair ratios, minus 1. Rows whose
+	// sides differ in length fall back to the unpaired test.
+	Paired bool
 }
+
+// MethodPaired states the verdict rule of a paired (blocked A/B) job.
+const MethodPaired = "A/B in blocks: exact two-sided sign test of the per-block pairs (candidate vs baseline run of the same block; under no change each is as likely to be slower as faster, since the order within a block is random); a change is significant when p < alpha; the change is the median of the per-block ratios candidate/baseline, minus 1; a regression is a significant change beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of that median (2000 resamples of the blocks, fixed seed)"
 
 // Side summarizes one side's samples of a metric.
 type Side struct {
@@ -103,6 +111,9 @@ func Compare(base, cur *Samples, rules []Rule, o Options) *Report {
 	if o.UTest == stats.UTestR {
 		method = MethodR
 	}
+	if o.Paired {
+		method = MethodPaired
+	}
 	rep := &Report{Baseline: base.Name, Current: cur.Name, Alpha: o.Alpha, Method: method, Verdict: Pass}
 	for ci := range cur.Configs {
 		c := &cur.Configs[ci]
@@ -167,6 +178,11 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 		r.Verdict, r.Reason = Missing, "the current run has no numeric values of this metric"
 		return r
 	}
+	if o.Paired && len(x) == len(y) {
+		if done, ok := pairedOne(&r, x, y, rule, o); ok {
+			return done
+		}
+	}
 	if ch := stats.RelChange(x, y); !math.IsNaN(ch) {
 		r.Change = ptr(ch)
 		if lo, hi, ok := stats.RelChangeCI(x, y, o.Resamples, 0.95, o.Seed); ok {
@@ -199,6 +215,11 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 		r.Verdict, r.Reason = Pass, "no relative change: the baseline median is 0"
 		return r
 	}
+	return decideRow(r, rule)
+}
+
+// decideRow gives the verdict of a row with a change and a significance.
+func decideRow(r Row, rule *Rule) Row {
 	ch := *r.Change
 	switch {
 	case !r.Significant:
@@ -242,4 +263,27 @@ func (rep *Report) decide() {
 			rep.Verdict = Insufficient
 		}
 	}
+}
+
+// pairedOne compares the pairs (x_i, y_i) of an A/B job's blocks; ok is
+// false when they cannot be (a zero baseline value), and the unpaired
+// test is used.
+func pairedOne(r *Row, x, y []float64, rule *Rule, o Options) (Row, bool) {
+	ch := stats.RatioChange(x, y)
+	p, up, down, ok := stats.SignTest(x, y)
+	if math.IsNaN(ch) || !ok {
+		return *r, false
+	}
+	r.Change, r.P, r.Exact = ptr(ch), ptr(p), true
+	if lo, hi, ok := stats.RatioChangeCI(x, y, o.Resamples, 0.95, o.Seed); ok {
+		r.CILow, r.CIHigh = ptr(lo), ptr(hi)
+	}
+	r.Significant = p < o.Alpha
+	if minP := stats.SignTestMinP(up + down); minP >= o.Alpha {
+		r.Verdict = Insufficient
+		r.Reason = "too few blocks to decide: with " + itoa(up+down) + " unequal pairs the smallest possible p-value of the sign test is " +
+			fmtP(minP) + ", not below alpha " + fmtP(o.Alpha) + " (use at least 6 blocks)"
+		return *r, true
+	}
+	return decideRow(*r, rule), true
 }

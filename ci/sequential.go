@@ -102,6 +102,9 @@ type Noise struct {
 	N          int
 	Alpha      float64
 	Rule       *Rule
+	// Paired: the noise of an A/B job's per-block ratios, for the sign
+	// test: Detectable = (z(1-α/2) + z(0.8)) · CV / √N / √(2/π).
+	Paired bool
 }
 
 // Warn tells whether the detectable change exceeds a limit of the
@@ -119,10 +122,14 @@ func (n Noise) Warn() bool {
 }
 
 func (n Noise) String() string {
-	s := fmt.Sprintf("%s [%s]: CV %.1f%%; with %d runs per side the smallest change this job detects (80%% power, alpha %s) is about %s",
-		n.Metric, n.Config, 100*n.CV, n.N, fmtP(n.Alpha), FormatPercent(math.Round(n.Detectable*1000)/1000))
+	what := "CV"
+	if n.Paired {
+		what = "CV of the per-block ratios"
+	}
+	s := fmt.Sprintf("%s [%s]: %s %.1f%%; with %d runs per side the smallest change this job detects (80%% power, alpha %s) is about %.1f%%",
+		n.Metric, n.Config, what, 100*n.CV, n.N, fmtP(n.Alpha), 100*n.Detectable)
 	if n.Warn() {
-		s += ", more than the threshold (" + n.Rule.String() + "): raise the repeats (or --max-repeat), or measure a steadier metric (CPU time, or A/B in one job)"
+		s += ", more than the threshold (" + n.Rule.String() + "): raise the repeats (--repeat, --max-repeat) or use a steadier metric (CPU time rather than wall time)"
 	}
 	return s
 }
@@ -153,4 +160,53 @@ func NoiseCheck(s *Samples, rules []Rule, n int, alpha float64) []Noise {
 		}
 	}
 	return out
+}
+
+// NoiseCheckPaired is NoiseCheck for an A/B job in blocks: the robust CV
+// of the per-block ratios candidate/baseline (the load both runs of a
+// block share cancels out), and the change the sign test detects.
+func NoiseCheckPaired(base, cur *Samples, rules []Rule, n int, alpha float64) []Noise {
+	var out []Noise
+	z := stats.NormQuantile(1-alpha/2) + stats.NormQuantile(0.8)
+	for ci, c := range cur.Configs {
+		if ci >= len(base.Configs) {
+			break
+		}
+		for i := range rules {
+			x, y := base.Configs[ci].Values[rules[i].Metric], c.Values[rules[i].Metric]
+			if len(x) < 3 || len(x) != len(y) {
+				continue
+			}
+			r := make([]float64, 0, len(x))
+			for j := range x {
+				if x[j] != 0 {
+					r = append(r, y[j]/x[j])
+				}
+			}
+			cv := robustCV(r)
+			if math.IsNaN(cv) {
+				continue
+			}
+			out = append(out, Noise{Config: c.Label, Metric: rules[i].Metric, CV: cv, N: n, Alpha: alpha, Rule: &rules[i], Paired: true,
+				Detectable: z * cv / math.Sqrt(float64(n)) / math.Sqrt(2/math.Pi)})
+		}
+	}
+	return out
+}
+
+// robustCV is 1.4826·MAD / |median| (NaN for fewer than 3 values or a
+// zero median).
+func robustCV(v []float64) float64 {
+	if len(v) < 3 {
+		return math.NaN()
+	}
+	med := stats.Median(v)
+	if med == 0 {
+		return math.NaN()
+	}
+	dev := make([]float64, len(v))
+	for j, x := range v {
+		dev[j] = math.Abs(x - med)
+	}
+	return 1.4826 * stats.Median(dev) / math.Abs(med)
 }

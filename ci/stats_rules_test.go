@@ -2,6 +2,7 @@ package ci
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -57,5 +58,32 @@ func TestUTestMethodOption(t *testing.T) {
 	}
 	if b.Method != Method || r.Method != MethodR || !strings.Contains(Method, "benchstat") {
 		t.Errorf("methods: %q / %q", b.Method, r.Method)
+	}
+}
+
+// A paired (A/B blocks) comparison: the sign test of the pairs and the
+// median of the per-block ratios, even when a shared load moves both.
+func TestPairedCompare(t *testing.T) {
+	load := []float64{1, 3, 1.5, 2.5, 1, 4, 2, 1.2}
+	var a, b []float64
+	for i, l := range load {
+		a = append(a, l*1.0*(1+0.01*float64(i%3)))
+		b = append(b, l*1.1*(1+0.01*float64((i+1)%3)))
+	}
+	rules := []Rule{{Metric: "wall_s", MaxIncrease: pct(0.03)}}
+	base, cur := samples("A", map[string][]float64{"wall_s": a}), samples("B", map[string][]float64{"wall_s": b})
+	rep := Compare(base, cur, rules, Options{Seed: 1, Paired: true})
+	r := rep.Rows[0]
+	if r.Verdict != Regression || math.Abs(*r.P-2.0/256) > 1e-15 || math.Abs(*r.Change-0.1) > 0.02 || rep.Method != MethodPaired {
+		t.Errorf("paired: %s p=%v change=%v (%s)", r.Verdict, *r.P, *r.Change, r.Reason)
+	}
+	// Unpaired, the load swamps the 10%: not significant.
+	if r := Compare(base, cur, rules, Options{Seed: 1}).Rows[0]; r.Significant {
+		t.Errorf("unpaired found it: p=%v", *r.P)
+	}
+	// 5 blocks cannot reach p < 0.05 with the sign test.
+	rep = Compare(samples("A", map[string][]float64{"wall_s": a[:5]}), samples("B", map[string][]float64{"wall_s": b[:5]}), rules, Options{Seed: 1, Paired: true})
+	if rep.Rows[0].Verdict != Insufficient {
+		t.Errorf("5 blocks: %s", rep.Rows[0].Verdict)
 	}
 }

@@ -289,7 +289,7 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
 		return nil
 	}
-	return finishCI(stdout, stderr, base, cur, th, f)
+	return finishCI(stdout, stderr, base, cur, th, f, f.compareOptions(th.Alpha))
 }
 
 // finishReport writes the outputs of bench ci (and bench compare with

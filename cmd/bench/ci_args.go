@@ -17,9 +17,9 @@ import (
 var ciFlagNames = []string{
 	"repeat", "baseline", "thresholds", "best-of", "markdown", "junit", "json", "alpha",
 	"allow-insufficient", "save-as", "u-test", "current",
-	"baseline-command", "candidate-command", "baseline-config", "candidate-config", "ab-order", "max-repeat",
+	"baseline-command", "candidate-command", "baseline-config", "candidate-config", "ab-order", "ab-test", "max-repeat", "run-timeout",
 	"history", "testbed", "commit", "branch", "history-window",
-	"github-annotations", "pr-comment", "gitlab",
+	"github-annotations", "pr-comment",
 }
 
 // editDistance is the Levenshtein distance of a and b.

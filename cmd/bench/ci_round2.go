@@ -26,6 +26,7 @@ type ciRound2 struct {
 	baselineConfig  string
 	candConfig      string
 	abOrder         string
+	abTest          string
 	auto            bool // --repeat auto
 	maxRepeat       int
 	runTimeout      time.Duration
@@ -72,6 +73,10 @@ func (r *ciRound2) parse(key string, next func() (string, error)) (handled bool,
 	case "ab-order":
 		if err = str(&r.abOrder); err == nil && r.abOrder != ci.OrderAlternate && r.abOrder != ci.OrderRandomBlocks {
 			err = &configs.UsageError{Msg: fmt.Sprintf("--ab-order must be alternate or random, got %q", r.abOrder)}
+		}
+	case "ab-test":
+		if err = str(&r.abTest); err == nil && r.abTest != "paired" && r.abTest != "unpaired" {
+			err = &configs.UsageError{Msg: fmt.Sprintf("--ab-test must be paired or unpaired, got %q", r.abTest)}
 		}
 	case "max-repeat":
 		err = num(&r.maxRepeat, 6)
@@ -170,9 +175,15 @@ func runCIImport(stdout, stderr io.Writer, f ciFlags, rest []string, th *ci.Thre
 		if base, err = ci.LoadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
-		noiseCheck(stderr, base, th, len(cur.Configs[0].Values), f)
+		n := 0
+		for _, c := range cur.Configs {
+			for _, rule := range th.Metrics {
+				n = max(n, len(c.Values[rule.Metric]))
+			}
+		}
+		noiseCheck(stderr, base, th, n, f)
 	}
-	return finishCI(stdout, stderr, base, cur, th, f)
+	return finishCI(stdout, stderr, base, cur, th, f, f.compareOptions(th.Alpha))
 }
 
 // noiseCheck prints the noise of each thresholded metric of s for a job
@@ -196,19 +207,20 @@ func noiseCheck(stderr io.Writer, s *ci.Samples, th *ci.Thresholds, n int, f ciF
 // group-sequential design of ci.Sequential.
 func runCIAB(ctx context.Context, stdout, stderr io.Writer, f ciFlags, th *ci.Thresholds) error {
 	wd, _ := os.Getwd()
+	order := f.r2.abOrder
+	if order == "" {
+		order = ci.OrderRandomBlocks
+	}
 	ab, err := ci.NewABRunner(ci.ABOptions{
 		Baseline:  ci.ABCommand{Label: "baseline", Command: f.r2.baselineCommand},
 		Candidate: ci.ABCommand{Label: "candidate", Command: f.r2.candCommand},
-		Order:     f.r2.abOrder, Dir: wd, Timeout: f.r2.runTimeout, Seed: uint64(time.Now().UnixNano()),
+		Order:     order, Dir: wd, Timeout: f.r2.runTimeout, Seed: uint64(time.Now().UnixNano()),
 	})
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	order := f.r2.abOrder
-	if order == "" {
-		order = ci.OrderAlternate
-	}
 	opts := f.compareOptions(th.Alpha)
+	opts.Paired = f.r2.abTest != "unpaired"
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -221,11 +233,11 @@ func runCIAB(ctx context.Context, stdout, stderr io.Writer, f ciFlags, th *ci.Th
 		if err := ab.RunBlocks(ctx, pilot); err != nil {
 			return fail(err)
 		}
-		noiseCheck(stderr, ab.Base, th, f.repeat, f)
+		abNoiseCheck(stderr, ab, th, f.repeat, opts.Paired, f)
 		if err := ab.RunBlocks(ctx, f.repeat-pilot); err != nil {
 			return fail(err)
 		}
-		return finishCI(stdout, stderr, ab.Base, ab.Cur, th, f)
+		return finishCI(stdout, stderr, ab.Base, ab.Cur, th, f, opts)
 	}
 	maxRepeat := f.r2.maxRepeat
 	if maxRepeat == 0 {
@@ -242,7 +254,7 @@ func runCIAB(ctx context.Context, stdout, stderr io.Writer, f ciFlags, th *ci.Th
 			return fail(err)
 		}
 		if k == 0 {
-			noiseCheck(stderr, ab.Base, th, maxRepeat, f)
+			abNoiseCheck(stderr, ab, th, maxRepeat, opts.Paired, f)
 		}
 		o := opts
 		o.Alpha = seq.Spent[k]
@@ -261,10 +273,10 @@ func runCIAB(ctx context.Context, stdout, stderr io.Writer, f ciFlags, th *ci.Th
 // finishCI compares cur with base (and with the history, with
 // --history-window), records the run in the history and writes every
 // output.
-func finishCI(stdout, stderr io.Writer, base, cur *ci.Samples, th *ci.Thresholds, f ciFlags) error {
+func finishCI(stdout, stderr io.Writer, base, cur *ci.Samples, th *ci.Thresholds, f ciFlags, o ci.Options) error {
 	var rep *ci.Report
 	if base != nil {
-		rep = ci.Compare(base, cur, th.Metrics, f.compareOptions(th.Alpha))
+		rep = ci.Compare(base, cur, th.Metrics, o)
 	}
 	return finishReportRound2(stdout, stderr, rep, cur, th, f)
 }
@@ -331,4 +343,19 @@ func finishReportRound2(stdout, stderr io.Writer, rep *ci.Report, cur *ci.Sample
 		}
 	}
 	return finishReport(stdout, stderr, rep, f, "bench ci")
+}
+
+// abNoiseCheck is the noise check of an A/B job after its pilot blocks.
+func abNoiseCheck(stderr io.Writer, ab *ci.ABRunner, th *ci.Thresholds, n int, paired bool, f ciFlags) {
+	if !paired {
+		noiseCheck(stderr, ab.Base, th, n, f)
+		return
+	}
+	for _, nz := range ci.NoiseCheckPaired(ab.Base, ab.Cur, th.Metrics, n, th.Alpha) {
+		kind := "noise"
+		if nz.Warn() {
+			kind = "warning"
+		}
+		fmt.Fprintf(stderr, "bench ci: %s: %s\n", kind, nz)
+	}
 }
