@@ -208,3 +208,18 @@ func TestHistoryFile(t *testing.T) {
 		t.Errorf("missing history: %v %v", recs, err)
 	}
 }
+
+// A row settled by its interval at a look whose level the test cannot
+// reach passes (it is not "insufficient").
+func TestSettledByIntervalPasses(t *testing.T) {
+	a := []float64{1, 1.01, 0.99, 1.02, 0.98, 1}
+	b := []float64{1.001, 1.011, 0.991, 1.019, 0.981, 1.002}
+	rules := []Rule{{Metric: "wall_s", MaxIncrease: pct(0.05)}}
+	rep := Compare(samples("A", map[string][]float64{"wall_s": a}), samples("B", map[string][]float64{"wall_s": b}), rules, Options{Seed: 1, Paired: true, Alpha: 0.001})
+	if rep.Rows[0].Verdict != Insufficient {
+		t.Fatalf("at alpha 0.001 with 6 blocks: %s", rep.Rows[0].Verdict)
+	}
+	if !Settled(rep) || rep.Rows[0].Verdict != Pass || rep.Verdict != Pass {
+		t.Errorf("settled by its interval: %s / %s (%s)", rep.Rows[0].Verdict, rep.Verdict, rep.Rows[0].Reason)
+	}
+}

@@ -62,19 +62,35 @@ func (s *Sequential) String() string {
 }
 
 // Settled tells whether every row of a comparison at look k is settled
-// (see Sequential); rep must have been made with Alpha = Spent[k].
+// (see Sequential); rep must have been made with Alpha = Spent[k]. When
+// it is, a row settled by its interval that the look's level alone calls
+// insufficient passes (its interval rules out a change beyond the
+// threshold), and the overall verdict is updated.
 func Settled(rep *Report) bool {
 	for _, r := range rep.Rows {
 		switch {
 		case r.Verdict == Missing:
 			return true // no more runs will fix it
 		case r.Significant:
-		case r.Rule != nil && r.CILow != nil && r.CIHigh != nil && withinRule(*r.CILow, *r.CIHigh, *r.Rule):
+		case futile(r):
 		default:
 			return false
 		}
 	}
+	for i, r := range rep.Rows {
+		if r.Verdict == Insufficient && futile(r) {
+			rep.Rows[i].Verdict = Pass
+			rep.Rows[i].Reason = "the 95% interval of the change lies within the threshold (" + r.Rule.String() + ")"
+		}
+	}
+	rep.decide()
 	return true
+}
+
+// futile tells whether a row's 95% interval of the change lies inside its
+// threshold: more runs cannot make it a regression beyond the threshold.
+func futile(r Row) bool {
+	return r.Rule != nil && r.CILow != nil && r.CIHigh != nil && withinRule(*r.CILow, *r.CIHigh, *r.Rule)
 }
 
 func withinRule(lo, hi float64, rule Rule) bool {

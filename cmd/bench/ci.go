@@ -77,12 +77,43 @@ Options:
   --json FILE              write the comparison as JSON
   --allow-insufficient     too few samples to decide passes (with a warning)
                            instead of exiting 2
-  --u-test benchstat|r     how the Mann–Whitney p-value is computed: benchstat's
-                           exact distribution with ties (default), or R's
-                           wilcox.test (normal approximation when values tie)
+
+Gate any suite (no trial runs):
+  --current FILE           compare this result file with --baseline: go test -bench
+                           output, hyperfine --export-json, Google Benchmark JSON,
+                           pytest-benchmark JSON (--benchmark-save-data), bench export
+
+A/B in one job (no --baseline):
+  --baseline-command CMD --candidate-command CMD
+                           two commands (sh -c) in interleaved blocks; metrics wall_s,
+                           cpu_user_s, cpu_sys_s, max_rss_mb
+  --baseline-config FILE --candidate-config FILE
+                           two tunable values files of the environment, interleaved
+  --ab-order random|alternate   order inside a block of commands (default random)
+  --ab-test paired|unpaired     blocks compared pair by pair (sign test; default)
+                                or as two samples (Mann–Whitney)
+  --repeat auto            A/B of commands: run until every metric is decided
+                           (group-sequential, alpha spending), at most --max-repeat
+  --max-repeat N           cap of --repeat auto (default 20)
+  --run-timeout DURATION   a command run taking longer is an error
+
+History:
+  --history FILE           append this run to a JSON Lines history file
+  --testbed LABEL          the machine kind it ran on
+  --commit SHA, --branch NAME   (default: $GITHUB_SHA, $CI_COMMIT_SHA, ..., or git)
+  --history-window N       also judge the run against the last N recorded runs
+  bench ci history METRIC --history FILE [--plot FILE]
+                           the series and its change points (bench ci history --help)
+
+CI integrations:
+  --github-annotations     ::error/::warning/::notice lines on stdout
+  --pr-comment FILE        Markdown listing only changes both significant and
+                           beyond the threshold (the others folded)
+  --u-test benchstat|r     Mann–Whitney p: benchstat's exact with ties (default) or R's
 
 Every other option is bench run's (--config, --environment, --tunable_values,
---storage, --globals, --NAME VALUE ...).
+--storage, --globals, --NAME VALUE ...); an unknown option close to one of
+bench ci's (--repeats) is an error.
 
 Output: the comparison table on stdout, a verdict per metric and
 configuration on stderr.
