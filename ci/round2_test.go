@@ -75,7 +75,7 @@ func TestSequentialDesign(t *testing.T) {
 // design raise a false alarm in at most alpha of them (here 2000 jobs:
 // at most 5% + 1.5 percentage points of sampling error).
 func TestSequentialFalseAlarmRate(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("2000 simulated jobs")
 	}
 	rng := rand.New(rand.NewPCG(27, 1))

@@ -67,7 +67,7 @@ func TestChangePointsDeterministic(t *testing.T) {
 // seconds; BENCH_CP_SCALE=N runs N times as many, the figures of
 // docs/ci.md come from N=10).
 func TestChangePointRates(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("30 series × 499 permutations")
 	}
 	scale := 1
