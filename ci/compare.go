@@ -35,14 +35,15 @@ type Options struct {
 	// stats.UTestBenchstat, exact with ties as benchstat).
 	UTest stats.UTestMethod
 	// Paired compares the i-th baseline value with the i-th current one
-	// (an A/B job's blocks): the exact sign test of the pairs, and the
+	// (an A/B job's blocks): the exact Wilcoxon signed-rank test of the
+	// per-pair log ratios, and the
 	// change as the median of the per-pair ratios, minus 1. Rows whose
 	// sides differ in length fall back to the unpaired test.
 	Paired bool
 }
 
 // MethodPaired states the verdict rule of a paired (blocked A/B) job.
-const MethodPaired = "A/B in blocks: exact two-sided sign test of the per-block pairs (candidate vs baseline run of the same block; under no change each is as likely to be slower as faster, since the order within a block is random); a change is significant when p < alpha; the change is the median of the per-block ratios candidate/baseline, minus 1; a regression is a significant change beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of that median (2000 resamples of the blocks, fixed seed)"
+const MethodPaired = "A/B in blocks: exact two-sided Wilcoxon signed-rank test of the per-block log ratios candidate/baseline (under no change the two runs of a block are exchangeable, since the order within a block is random, so each log ratio is symmetric about 0); a change is significant when p < alpha; the change is the median of the per-block ratios candidate/baseline, minus 1; a regression is a significant change beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of that median (2000 resamples of the blocks, fixed seed)"
 
 // Side summarizes one side's samples of a metric.
 type Side struct {
@@ -270,7 +271,7 @@ func (rep *Report) decide() {
 // test is used.
 func pairedOne(r *Row, x, y []float64, rule *Rule, o Options) (Row, bool) {
 	ch := stats.RatioChange(x, y)
-	p, up, down, ok := stats.SignTest(x, y)
+	p, n, ok := stats.SignedRank(x, y)
 	if math.IsNaN(ch) || !ok {
 		return *r, false
 	}
@@ -279,9 +280,9 @@ func pairedOne(r *Row, x, y []float64, rule *Rule, o Options) (Row, bool) {
 		r.CILow, r.CIHigh = ptr(lo), ptr(hi)
 	}
 	r.Significant = p < o.Alpha
-	if minP := stats.SignTestMinP(up + down); minP >= o.Alpha {
+	if minP := stats.PairedMinP(n); minP >= o.Alpha {
 		r.Verdict = Insufficient
-		r.Reason = "too few blocks to decide: with " + itoa(up+down) + " unequal pairs the smallest possible p-value of the sign test is " +
+		r.Reason = "too few blocks to decide: with " + itoa(n) + " unequal pairs the smallest possible p-value of the signed-rank test is " +
 			fmtP(minP) + ", not below alpha " + fmtP(o.Alpha) + " (use at least 6 blocks)"
 		return *r, true
 	}

@@ -212,12 +212,17 @@ func TestHistoryFile(t *testing.T) {
 // A row settled by its interval at a look whose level the test cannot
 // reach passes (it is not "insufficient").
 func TestSettledByIntervalPasses(t *testing.T) {
-	a := []float64{1, 1.01, 0.99, 1.02, 0.98, 1}
-	b := []float64{1.001, 1.011, 0.991, 1.019, 0.981, 1.002}
+	a := []float64{1, 1.01, 0.99, 1.02, 0.98, 1, 1.01, 0.99, 1.02, 0.98}
+	b := []float64{1.001, 1.011, 0.991, 1.019, 0.981, 1.002, 1.011, 0.989, 1.021, 0.982}
 	rules := []Rule{{Metric: "wall_s", MaxIncrease: pct(0.05)}}
-	rep := Compare(samples("A", map[string][]float64{"wall_s": a}), samples("B", map[string][]float64{"wall_s": b}), rules, Options{Seed: 1, Paired: true, Alpha: 0.001})
+	rep := Compare(samples("A", map[string][]float64{"wall_s": a}), samples("B", map[string][]float64{"wall_s": b}), rules, Options{Seed: 1, Paired: true, Alpha: 0.0001})
 	if rep.Rows[0].Verdict != Insufficient {
-		t.Fatalf("at alpha 0.001 with 6 blocks: %s", rep.Rows[0].Verdict)
+		t.Fatalf("at alpha 0.0001 with 10 blocks: %s", rep.Rows[0].Verdict)
+	}
+	// With 6 blocks the interval is not trusted.
+	six := Compare(samples("A", map[string][]float64{"wall_s": a[:6]}), samples("B", map[string][]float64{"wall_s": b[:6]}), rules, Options{Seed: 1, Paired: true, Alpha: 0.001})
+	if Settled(six) {
+		t.Error("settled by the interval of 6 blocks")
 	}
 	if !Settled(rep) || rep.Rows[0].Verdict != Pass || rep.Verdict != Pass {
 		t.Errorf("settled by its interval: %s / %s (%s)", rep.Rows[0].Verdict, rep.Verdict, rep.Rows[0].Reason)

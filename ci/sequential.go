@@ -27,7 +27,7 @@ type Sequential struct {
 
 // NewSequential plans the looks for a cap of maxRepeat runs per side:
 // 6, 10, 15, 20, 30, 40, 60, 80, ... up to the cap (the cap itself is the
-// last look).
+// last look). A row settles by its interval only from 10 runs per side.
 func NewSequential(alpha float64, maxRepeat int) (*Sequential, error) {
 	if maxRepeat < 6 {
 		return nil, fmt.Errorf("--max-repeat must be at least 6 for --repeat auto, got %d", maxRepeat)
@@ -90,8 +90,14 @@ func Settled(rep *Report) bool {
 // futile tells whether a row's 95% interval of the change lies inside its
 // threshold: more runs cannot make it a regression beyond the threshold.
 func futile(r Row) bool {
-	return r.Rule != nil && r.CILow != nil && r.CIHigh != nil && withinRule(*r.CILow, *r.CIHigh, *r.Rule)
+	return r.Base.N >= minFutilityN && r.Cur.N >= minFutilityN &&
+		r.Rule != nil && r.CILow != nil && r.CIHigh != nil && withinRule(*r.CILow, *r.CIHigh, *r.Rule)
 }
+
+// minFutilityN is the fewest runs per side from which a row may settle by
+// its interval: a percentile bootstrap interval of 6 values is too
+// narrow to trust.
+const minFutilityN = 10
 
 func withinRule(lo, hi float64, rule Rule) bool {
 	if rule.MaxIncrease != nil && hi > *rule.MaxIncrease {
