@@ -3,7 +3,6 @@ package ci
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/benchtune/bench/internal/stats"
 )
@@ -163,20 +162,10 @@ func NoiseCheck(s *Samples, rules []Rule, n int, alpha float64) []Noise {
 	z := stats.NormQuantile(1-alpha/2) + stats.NormQuantile(0.8)
 	for _, c := range s.Configs {
 		for i := range rules {
-			v := c.Values[rules[i].Metric]
-			if len(v) < 3 {
+			cv := robustCV(c.Values[rules[i].Metric])
+			if math.IsNaN(cv) {
 				continue
 			}
-			med := stats.Median(v)
-			dev := make([]float64, len(v))
-			for j, x := range v {
-				dev[j] = math.Abs(x - med)
-			}
-			slices.Sort(dev)
-			if med == 0 {
-				continue
-			}
-			cv := 1.4826 * stats.Median(dev) / math.Abs(med)
 			out = append(out, Noise{Config: c.Label, Metric: rules[i].Metric, CV: cv, N: n, Alpha: alpha, Rule: &rules[i],
 				Detectable: z * cv * math.Sqrt(2/float64(n)) / math.Sqrt(3/math.Pi)})
 		}
@@ -186,7 +175,8 @@ func NoiseCheck(s *Samples, rules []Rule, n int, alpha float64) []Noise {
 
 // NoiseCheckPaired is NoiseCheck for an A/B job in blocks: the robust CV
 // of the per-block ratios candidate/baseline (the load both runs of a
-// block share cancels out), and the change the sign test detects.
+// block share cancels out), and the change a sign test detects (a conservative bound for the
+// signed-rank test bench uses).
 func NoiseCheckPaired(base, cur *Samples, rules []Rule, n int, alpha float64) []Noise {
 	var out []Noise
 	z := stats.NormQuantile(1-alpha/2) + stats.NormQuantile(0.8)

@@ -90,7 +90,7 @@ A/B in one job (no --baseline):
   --baseline-config FILE --candidate-config FILE
                            two tunable values files of the environment, interleaved
   --ab-order random|alternate   order inside a block of commands (default random)
-  --ab-test paired|unpaired     blocks compared pair by pair (sign test; default)
+  --ab-test paired|unpaired     blocks compared pair by pair (signed-rank; default)
                                 or as two samples (Mann–Whitney)
   --repeat auto            A/B of commands: run until every metric is decided
                            (group-sequential, alpha spending), at most --max-repeat
