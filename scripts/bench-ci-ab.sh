@@ -2,7 +2,7 @@
 # Wall-time false alarms and power of bench ci's A/B in one job, while a
 # load generator changes the machine's load between and during runs.
 #
-#   scripts/bench-ci-ab.sh [JOBS [MAX_REPEAT]]     (default JOBS=20, MAX_REPEAT=40)
+#   scripts/bench-ci-ab.sh [JOBS [MAX_REPEAT]]     (default JOBS=20, MAX_REPEAT=100)
 #
 # Runs JOBS A/A jobs (baseline and candidate the same program) and JOBS
 # A/B jobs whose candidate does 10% more work, each
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${1:-20}
-MAXREP=${2:-40}
+MAXREP=${2:-100}
 work=$(mktemp -d /tmp/bench-ci-ab.XXXXXX)
 go build -o "$work/bench" ./cmd/bench
 go build -o "$work/work" ./bench/ciab/work
