@@ -31,7 +31,19 @@ type Options struct {
 	Seed uint64
 	// Resamples of the bootstrap (0: stats.DefaultResamples).
 	Resamples int
+	// UTest is how the Mann–Whitney p-value is computed (empty:
+	// stats.UTestBenchstat, exact with ties as benchstat).
+	UTest stats.UTestMethod
+	// Paired compares the i-th baseline value with the i-th current one
+	// (an A/B job's blocks): the exact Wilcoxon signed-rank test of the
+	// per-pair log ratios, and the
+	// change as the median of the per-pair ratios, minus 1. Rows whose
+	// sides differ in length fall back to the unpaired test.
+	Paired bool
 }
+
+// MethodPaired states the verdict rule of a paired (blocked A/B) job.
+const MethodPaired = "A/B in blocks: exact two-sided Wilcoxon signed-rank test of the per-block log ratios candidate/baseline (under no change the two runs of a block are exchangeable, since the order within a block is random, so each log ratio is symmetric about 0); a change is significant when p < alpha; the change is the median of the per-block ratios candidate/baseline, minus 1; a regression is a significant change beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of that median (2000 resamples of the blocks, fixed seed)"
 
 // Side summarizes one side's samples of a metric.
 type Side struct {
@@ -78,8 +90,12 @@ type Report struct {
 	Verdict string `json:"verdict"`
 }
 
-// Method states how the verdicts are decided.
-const Method = "two-sided Mann–Whitney U test of baseline vs current samples (exact without ties and under 50 samples, else normal approximation with tie and continuity corrections); a change is significant when p < alpha; a regression is a significant change of the median beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of the relative change of the medians (2000 resamples, fixed seed)"
+// Method states how the verdicts are decided (benchstat's computation of
+// the p-value, the default).
+const Method = "two-sided Mann–Whitney U test of baseline vs current samples, p as benchstat computes it (golang.org/x/perf benchmath: exact distribution with ties up to 50 values per side, 25 with ties, else normal approximation with tie and continuity corrections); a change is significant when p < alpha; a regression is a significant change of the median beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of the relative change of the medians (2000 resamples, fixed seed, at least 3 values per side)"
+
+// MethodR states the verdict rule with R's computation of the p-value.
+const MethodR = "two-sided Mann–Whitney U test of baseline vs current samples, p as R's wilcox.test computes it (exact without ties and under 50 values per side, else normal approximation with tie and continuity corrections); a change is significant when p < alpha; a regression is a significant change of the median beyond the threshold in the bad direction; the interval is a percentile bootstrap 95% CI of the relative change of the medians (2000 resamples, fixed seed, at least 3 values per side)"
 
 // Compare compares cur with base. With rules, every rule's metric is
 // compared for every configuration of cur, and verdicts follow the
@@ -92,7 +108,14 @@ func Compare(base, cur *Samples, rules []Rule, o Options) *Report {
 	if o.Resamples <= 0 {
 		o.Resamples = stats.DefaultResamples
 	}
-	rep := &Report{Baseline: base.Name, Current: cur.Name, Alpha: o.Alpha, Method: Method, Verdict: Pass}
+	method := Method
+	if o.UTest == stats.UTestR {
+		method = MethodR
+	}
+	if o.Paired {
+		method = MethodPaired
+	}
+	rep := &Report{Baseline: base.Name, Current: cur.Name, Alpha: o.Alpha, Method: method, Verdict: Pass}
 	for ci := range cur.Configs {
 		c := &cur.Configs[ci]
 		b := base.Find(c.Key)
@@ -121,17 +144,7 @@ func Compare(base, cur *Samples, rules []Rule, o Options) *Report {
 			rep.Rows = append(rep.Rows, compareOne(c, b, m, nil, o))
 		}
 	}
-	for _, r := range rep.Rows {
-		switch {
-		case r.Verdict == Regression:
-			rep.Verdict = Regression
-		case rep.Verdict == Regression:
-		case r.Verdict == Missing:
-			rep.Verdict = Missing
-		case r.Verdict == Insufficient && rep.Verdict != Missing:
-			rep.Verdict = Insufficient
-		}
-	}
+	rep.decide()
 	return rep
 }
 
@@ -141,8 +154,9 @@ func side(xs []float64) Side {
 		s.Median = math.NaN()
 		return s
 	}
-	s.Median = stats.Median(xs)
-	if lo, hi, ok := stats.MedianCI(xs, 0.95); ok && s.Median != 0 {
+	med, lo, hi, ok := stats.MedianSummary(xs, 0.95)
+	s.Median = med
+	if ok && s.Median != 0 {
 		sp := math.Max(hi-s.Median, s.Median-lo) / math.Abs(s.Median)
 		s.Spread = &sp
 	}
@@ -165,15 +179,21 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 		r.Verdict, r.Reason = Missing, "the current run has no numeric values of this metric"
 		return r
 	}
+	if o.Paired && len(x) == len(y) {
+		if done, ok := pairedOne(&r, x, y, rule, o); ok {
+			return done
+		}
+	}
 	if ch := stats.RelChange(x, y); !math.IsNaN(ch) {
 		r.Change = ptr(ch)
 		if lo, hi, ok := stats.RelChangeCI(x, y, o.Resamples, 0.95, o.Seed); ok {
 			r.CILow, r.CIHigh = ptr(lo), ptr(hi)
 		}
 	}
-	mw, ok := stats.MannWhitneyU(x, y)
+	mw, ok := stats.UTest(o.UTest, x, y)
 	if ok {
 		r.P, r.Exact = ptr(mw.P), mw.Exact
+		// Strictly below: a p-value equal to alpha is not significant.
 		r.Significant = mw.P < o.Alpha
 	}
 	if minP := stats.MinP(len(x), len(y)); minP >= o.Alpha {
@@ -196,6 +216,11 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 		r.Verdict, r.Reason = Pass, "no relative change: the baseline median is 0"
 		return r
 	}
+	return decideRow(r, rule)
+}
+
+// decideRow gives the verdict of a row with a change and a significance.
+func decideRow(r Row, rule *Rule) Row {
 	ch := *r.Change
 	switch {
 	case !r.Significant:
@@ -212,4 +237,54 @@ func compareOne(c, b *ConfigSamples, metric string, rule *Rule, o Options) Row {
 		r.Verdict, r.Reason = Pass, "significant change "+FormatChange(ch)+" within the threshold ("+rule.String()+")"
 	}
 	return r
+}
+
+// Merge appends other's rows to rep, their configurations suffixed (e.g.
+// " vs history"), and recomputes the overall verdict.
+func (rep *Report) Merge(other *Report, suffix string) {
+	for _, r := range other.Rows {
+		r.Config += suffix
+		rep.Rows = append(rep.Rows, r)
+	}
+	rep.decide()
+}
+
+// decide sets the overall verdict from the rows: regression when any row
+// is one, else missing or insufficient when any row is, else pass.
+func (rep *Report) decide() {
+	rep.Verdict = Pass
+	for _, r := range rep.Rows {
+		switch {
+		case r.Verdict == Regression:
+			rep.Verdict = Regression
+		case rep.Verdict == Regression:
+		case r.Verdict == Missing:
+			rep.Verdict = Missing
+		case r.Verdict == Insufficient && rep.Verdict != Missing:
+			rep.Verdict = Insufficient
+		}
+	}
+}
+
+// pairedOne compares the pairs (x_i, y_i) of an A/B job's blocks; ok is
+// false when they cannot be (a zero baseline value), and the unpaired
+// test is used.
+func pairedOne(r *Row, x, y []float64, rule *Rule, o Options) (Row, bool) {
+	ch := stats.RatioChange(x, y)
+	p, n, ok := stats.SignedRank(x, y)
+	if math.IsNaN(ch) || !ok {
+		return *r, false
+	}
+	r.Change, r.P, r.Exact = ptr(ch), ptr(p), true
+	if lo, hi, ok := stats.RatioChangeCI(x, y, o.Resamples, 0.95, o.Seed); ok {
+		r.CILow, r.CIHigh = ptr(lo), ptr(hi)
+	}
+	r.Significant = p < o.Alpha
+	if minP := stats.PairedMinP(n); minP >= o.Alpha {
+		r.Verdict = Insufficient
+		r.Reason = "too few blocks to decide: with " + itoa(n) + " unequal pairs the smallest possible p-value of the signed-rank test is " +
+			fmtP(minP) + ", not below alpha " + fmtP(o.Alpha) + " (use at least 6 blocks)"
+		return *r, true
+	}
+	return decideRow(*r, rule), true
 }

@@ -66,7 +66,11 @@ func (rep *Report) WriteText(w io.Writer, verdicts bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Metric, spread(r.Base), spread(r.Cur), changeCell(r), intervalCell(r), pCell(r), extra)
 	}
-	fmt.Fprintf(tw, "\n~: not significant at alpha = %s (two-sided Mann–Whitney U); ±: 95%% CI of the median; CI: bootstrap 95%% CI of the change of medians\n", fmtP(rep.Alpha))
+	if rep.Method == MethodPaired || strings.HasPrefix(rep.Method, MethodPaired) {
+		fmt.Fprintf(tw, "\n~: not significant at alpha = %s (exact signed-rank test of the A/B blocks); ±: 95%% CI of the median; vs base: median of the per-block ratios - 1; CI: bootstrap 95%% CI of it\n", fmtP(rep.Alpha))
+	} else {
+		fmt.Fprintf(tw, "\n~: not significant at alpha = %s (two-sided Mann–Whitney U); ±: 95%% CI of the median; CI: bootstrap 95%% CI of the change of medians\n", fmtP(rep.Alpha))
+	}
 	return tw.Flush()
 }
 

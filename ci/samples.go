@@ -78,13 +78,34 @@ func FromTrials(name string, trials []storage.Trial, label func(t storage.Trial)
 	return s
 }
 
-// ReadFile reads a bench export file (CSV, or JSON: an array of rows) as
-// samples: the SUCCEEDED rows grouped by config_hash (or, without that
-// column, by the config.* columns), the result.* columns as metrics.
+// ReadFile reads a result file as samples. The format is told from the
+// content: go test -bench output, hyperfine --export-json, Google
+// Benchmark JSON, pytest-benchmark JSON (see importfmt.go), or a bench
+// export file (CSV, or JSON: an array of rows): its SUCCEEDED rows
+// grouped by config_hash (or, without that column, by the config.*
+// columns), the result.* columns as metrics.
 func ReadFile(path string) (*Samples, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	var read func(string, []byte) (*Samples, error)
+	switch detectFormat(data) {
+	case FormatGoTest:
+		read = readGoTest
+	case FormatHyperfine:
+		read = readHyperfine
+	case FormatGoogleBench:
+		read = readGoogleBench
+	case FormatPytest:
+		read = readPytest
+	}
+	if read != nil {
+		s, err := read(filepath.Base(path), data)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", path, detectFormat(data), err)
+		}
+		return s, nil
 	}
 	var rows []map[string]string
 	trimmed := bytes.TrimSpace(data)

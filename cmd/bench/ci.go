@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/internal/stats"
 )
 
 // ciFlags are bench ci's own options; the others are bench run's.
@@ -27,6 +29,9 @@ type ciFlags struct {
 	alpha             float64
 	allowInsufficient bool
 	saveAs            string
+	uTest             string
+	// round two (docs/ci.md): see ci_round2.go
+	r2 ciRound2
 }
 
 func newCICmd() *cobra.Command {
@@ -73,8 +78,42 @@ Options:
   --allow-insufficient     too few samples to decide passes (with a warning)
                            instead of exiting 2
 
+Gate any suite (no trial runs):
+  --current FILE           compare this result file with --baseline: go test -bench
+                           output, hyperfine --export-json, Google Benchmark JSON,
+                           pytest-benchmark JSON (--benchmark-save-data), bench export
+
+A/B in one job (no --baseline):
+  --baseline-command CMD --candidate-command CMD
+                           two commands (sh -c) in interleaved blocks; metrics wall_s,
+                           cpu_user_s, cpu_sys_s, max_rss_mb
+  --baseline-config FILE --candidate-config FILE
+                           two tunable values files of the environment, interleaved
+  --ab-order random|alternate   order inside a block of commands (default random)
+  --ab-test paired|unpaired     blocks compared pair by pair (signed-rank; default)
+                                or as two samples (Mann–Whitney)
+  --repeat auto            A/B of commands: run until every metric is decided
+                           (group-sequential, alpha spending), at most --max-repeat
+  --max-repeat N           cap of --repeat auto (default 20)
+  --run-timeout DURATION   a command run taking longer is an error
+
+History:
+  --history FILE           append this run to a JSON Lines history file
+  --testbed LABEL          the machine kind it ran on
+  --commit SHA, --branch NAME   (default: $GITHUB_SHA, $CI_COMMIT_SHA, ..., or git)
+  --history-window N       also judge the run against the last N recorded runs
+  bench ci history METRIC --history FILE [--plot FILE]
+                           the series and its change points (bench ci history --help)
+
+CI integrations:
+  --github-annotations     ::error/::warning/::notice lines on stdout
+  --pr-comment FILE        Markdown listing only changes both significant and
+                           beyond the threshold (the others folded)
+  --u-test benchstat|r     Mann–Whitney p: benchstat's exact with ties (default) or R's
+
 Every other option is bench run's (--config, --environment, --tunable_values,
---storage, --globals, --NAME VALUE ...).
+--storage, --globals, --NAME VALUE ...); an unknown option close to one of
+bench ci's (--repeats) is an error.
 
 Output: the comparison table on stdout, a verdict per metric and
 configuration on stderr.
@@ -108,7 +147,9 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 		var s string
 		switch key {
 		case "repeat":
-			if s, err = next(); err == nil {
+			if s, err = next(); err == nil && s == "auto" {
+				f.r2.auto = true
+			} else if err == nil {
 				f.repeat, err = strconv.Atoi(s)
 				if err != nil || f.repeat < 1 {
 					err = &configs.UsageError{Msg: fmt.Sprintf("--repeat must be an integer >= 1, got %q", s)}
@@ -137,7 +178,21 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 			f.saveAs, err = next()
 		case "allow-insufficient":
 			f.allowInsufficient = true
+		case "u-test":
+			if s, err = next(); err == nil {
+				if _, perr := stats.ParseUTestMethod(s); perr != nil {
+					err = &configs.UsageError{Msg: "--u-test: " + perr.Error()}
+				}
+				f.uTest = s
+			}
 		default:
+			var handled bool
+			if handled, err = f.r2.parse(key, next); handled || err != nil {
+				break
+			}
+			if typo := ciTypo(arg); typo != "" {
+				return f, nil, &configs.UsageError{Msg: fmt.Sprintf("unknown option %s: did you mean --%s? (bench ci's options are listed by bench ci --help; a global of that name goes in a --globals file)", name, typo)}
+			}
 			rest = append(rest, arg)
 		}
 		if err != nil {
@@ -148,6 +203,9 @@ func splitCIArgs(argv []string) (ciFlags, []string, error) {
 }
 
 func runCI(stdout, stderr io.Writer, argv []string) error {
+	if len(argv) > 0 && argv[0] == "history" {
+		return runCIHistory(stdout, stderr, argv[1:])
+	}
 	for _, a := range argv {
 		if a == "-h" || a == "--help" {
 			fmt.Fprint(stdout, ciHelp)
@@ -161,12 +219,29 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	if f.thresholds == "" {
 		return exitWith(exitUsage, errors.New("bench ci needs --thresholds FILE (see bench ci --help)"))
 	}
+	if err := f.checkOutputs(); err != nil {
+		return exitWith(exitUsage, err)
+	}
 	th, err := ci.LoadThresholds(f.thresholds)
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
 	if f.alpha > 0 {
 		th.Alpha = f.alpha
+	}
+	if err := f.r2.validate(&f); err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if f.r2.current != "" {
+		return runCIImport(stdout, stderr, f, rest, th)
+	}
+	if f.r2.abMode() {
+		if rest = slices.DeleteFunc(rest, func(a string) bool { return a == "--no-progress" || a == "--no_progress" }); len(rest) > 0 {
+			return exitWith(exitUsage, fmt.Errorf("an A/B job of commands takes no bench run options, got %q", rest))
+		}
+		ctx, stop := interruptContext(stderr)
+		defer stop()
+		return runCIAB(ctx, stdout, stderr, f, th)
 	}
 	l, closeLog, err := prepareCommand(stderr, rest, "ci")
 	if err != nil {
@@ -176,6 +251,12 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 
+	if f.r2.baselineConfig != "" {
+		if len(l.TunableValues) > 0 || f.bestOf != "" {
+			return exitWith(exitUsage, errors.New("--baseline-config and --candidate-config are the set of an A/B job: --tunable_values and --best-of cannot be added"))
+		}
+		l.TunableValues = []string{f.r2.baselineConfig, f.r2.candConfig}
+	}
 	set, err := ci.BuildSet(ctx, l, f.bestOf)
 	if err != nil {
 		return exitWith(exitUsage, err)
@@ -185,6 +266,9 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		if base, err = ci.LoadSamples(ctx, l.Loader, l.Storage, l.Globals, f.baseline); err != nil {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
+	}
+	if base != nil {
+		noiseCheck(stderr, base, th, f.repeat, f)
 	}
 	prog := newProgress(stderr, !l.Args.NoProgress)
 	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
@@ -212,7 +296,22 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 	if runErr != nil {
 		fmt.Fprintf(stderr, "bench ci: warning: %v\n", runErr)
 	}
-	if base == nil {
+	if f.r2.baselineConfig != "" {
+		// A/B of two configurations: the first of the set against the second.
+		if len(cur.Configs) != 2 {
+			return exitWith(exitUsage, errors.New("--baseline-config and --candidate-config give the same configuration: nothing to compare"))
+		}
+		base = &ci.Samples{Name: "baseline " + cur.Configs[0].Label, Configs: cur.Configs[:1]}
+		cur = &ci.Samples{Name: "candidate " + cur.Configs[1].Label, Configs: cur.Configs[1:]}
+	}
+	if base == nil && f.r2.historyWindow == 0 && f.r2.history != "" {
+		if err := finishReportRound2(stdout, stderr, nil, cur, th, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
+		return nil
+	}
+	if base == nil && f.r2.historyWindow == 0 {
 		// No baseline: record the run (e.g. the baseline of later runs).
 		rep := ci.Compare(cur, cur, th.Metrics, ci.Options{Alpha: th.Alpha, Seed: 1})
 		for _, row := range rep.Rows {
@@ -221,8 +320,7 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		fmt.Fprintf(stderr, "bench ci: no --baseline: recorded experiment %q; compare later runs with --baseline %s\n", r.ExperimentID, r.ExperimentID)
 		return nil
 	}
-	rep := ci.Compare(base, cur, th.Metrics, ci.Options{Alpha: th.Alpha, Seed: 1})
-	return finishReport(stdout, stderr, rep, f, "bench ci")
+	return finishCI(stdout, stderr, base, cur, th, f, f.compareOptions(th.Alpha))
 }
 
 // finishReport writes the outputs of bench ci (and bench compare with

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/internal/stats"
 	"github.com/benchtune/bench/plots"
 )
 
@@ -70,7 +71,10 @@ a box plot (docs/plots.md).`,
 			if err != nil {
 				return exitWith(exitUsage, err)
 			}
-			rep := ci.Compare(a, b, rules, ci.Options{Alpha: alpha, Seed: 1})
+			if _, err := stats.ParseUTestMethod(f.uTest); err != nil {
+				return exitWith(exitUsage, fmt.Errorf("--u-test: %w", err))
+			}
+			rep := ci.Compare(a, b, rules, f.compareOptions(alpha))
 			if len(rep.Rows) == 0 {
 				return exitWith(exitUsage, fmt.Errorf("nothing to compare: %s and %s have no configuration with a numeric metric in common", a.Name, b.Name))
 			}
@@ -112,6 +116,7 @@ a box plot (docs/plots.md).`,
 	cmd.Flags().StringVar(&plotFile, "plot", "", "also draw the samples of A and B side by side into this file (.png or .svg)")
 	cmd.Flags().StringVar(&f.thresholds, "thresholds", "", "thresholds file: give verdicts and exit codes as bench ci does")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", 0, "significance level (default: the thresholds file's, or 0.05)")
+	cmd.Flags().StringVar(&f.uTest, "u-test", "benchstat", "Mann–Whitney p-value: benchstat (exact with ties) or r (R's wilcox.test)")
 	cmd.Flags().BoolVar(&f.allowInsufficient, "allow-insufficient", false, "with --thresholds: too few samples passes (with a warning)")
 	cmd.Flags().StringVar(&f.markdown, "markdown", "", "with --thresholds: append a Markdown summary to this file")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "with --thresholds: write JUnit XML to this file")

@@ -1,8 +1,9 @@
 // Package stats holds the statistics bench ci and bench compare use to
-// tell a real change from noise: the Mann–Whitney U test (as R's
-// wilcox.test and Go's benchstat compute it), a distribution-free
-// confidence interval of the median, and a bootstrap confidence interval
-// of the relative difference of two medians.
+// tell a real change from noise: the Mann–Whitney U test (as Go's
+// benchstat computes it, through golang.org/x/perf's benchmath, or as R's
+// wilcox.test does), a distribution-free confidence interval of the
+// median, a bootstrap confidence interval of the relative difference of
+// two medians, and change-point detection over a series.
 package stats
 
 import (
@@ -243,15 +244,32 @@ func MedianCI(xs []float64, conf float64) (lo, hi float64, ok bool) {
 // Bootstrap resamples for RelChangeCI.
 const DefaultResamples = 2000
 
+// MinBootstrapN is the fewest values per sample RelChangeCI makes an
+// interval from: with one or two values, resampling them gives an
+// interval that looks tight but means nothing.
+const MinBootstrapN = 3
+
 // RelChangeCI returns the percentile bootstrap confidence interval at
 // level conf of the relative change of the medians, (median(y) -
 // median(x)) / |median(x)|, from resamples draws of each sample with
-// replacement. The generator is seeded with seed, so the same data give
-// the same interval. ok is false when a sample is empty or a resampled
-// median of x is zero.
+// replacement: the (1-conf)/2 and (1+conf)/2 quantiles (R's type 7) of
+// the resampled changes. The generator is seeded with seed, so the same
+// data give the same interval. ok is false when a sample has fewer than
+// MinBootstrapN values or a resampled median of x is zero.
 func RelChangeCI(x, y []float64, resamples int, conf float64, seed uint64) (lo, hi float64, ok bool) {
-	if len(x) == 0 || len(y) == 0 || resamples < 1 {
+	changes, ok := bootChanges(x, y, resamples, seed)
+	if !ok {
 		return 0, 0, false
+	}
+	a := (1 - conf) / 2
+	return quantile7(changes, a), quantile7(changes, 1-a), true
+}
+
+// bootChanges returns the sorted resampled relative changes of the
+// medians.
+func bootChanges(x, y []float64, resamples int, seed uint64) ([]float64, bool) {
+	if len(x) < MinBootstrapN || len(y) < MinBootstrapN || resamples < 1 {
+		return nil, false
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x626f6f74))
 	bx, by := make([]float64, len(x)), make([]float64, len(y))
@@ -267,22 +285,23 @@ func RelChangeCI(x, y []float64, resamples int, conf float64, seed uint64) (lo, 
 		slices.Sort(by)
 		mx := sortedMedian(bx)
 		if mx == 0 {
-			return 0, 0, false
+			return nil, false
 		}
 		changes = append(changes, (sortedMedian(by)-mx)/math.Abs(mx))
 	}
 	slices.Sort(changes)
-	q := func(p float64) float64 {
-		// Linear interpolation between order statistics (R's type 7).
-		h := p * float64(len(changes)-1)
-		i := int(math.Floor(h))
-		if i+1 >= len(changes) {
-			return changes[len(changes)-1]
-		}
-		return changes[i] + (h-float64(i))*(changes[i+1]-changes[i])
+	return changes, true
+}
+
+// quantile7 is the p quantile of sorted s by linear interpolation
+// between order statistics (R's type 7).
+func quantile7(s []float64, p float64) float64 {
+	h := p * float64(len(s)-1)
+	i := int(math.Floor(h))
+	if i+1 >= len(s) {
+		return s[len(s)-1]
 	}
-	a := (1 - conf) / 2
-	return q(a), q(1 - a), true
+	return s[i] + (h-float64(i))*(s[i+1]-s[i])
 }
 
 // RelChange is (median(y) - median(x)) / |median(x)| (NaN when the
@@ -294,3 +313,6 @@ func RelChange(x, y []float64) float64 {
 	}
 	return (my - mx) / math.Abs(mx)
 }
+
+// NormQuantile is the p quantile of the standard normal distribution.
+func NormQuantile(p float64) float64 { return -math.Sqrt2 * math.Erfcinv(2*p) }

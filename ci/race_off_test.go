@@ -1,0 +1,5 @@
+//go:build !race
+
+package ci
+
+const raceEnabled = false

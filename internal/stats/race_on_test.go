@@ -1,0 +1,8 @@
+//go:build race
+
+package stats
+
+// raceEnabled: the statistical measurements (many thousands of
+// resamples and permutations) are skipped under the race detector, which
+// makes them minutes long; they run in the plain test run.
+const raceEnabled = true
