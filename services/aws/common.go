@@ -7,6 +7,11 @@
 //   - AwsSsmService: scripts run on EC2 instances with SSM Run Command
 //     (RemoteExec).
 //
+// EC2 and SSM are called directly (internal/awsapi: their wire protocols,
+// signed with the SDK's Signature V4 signer), not through the SDK's
+// generated service packages, which are heavy to compile for the few
+// calls bench makes. Errors keep AWS's error code and message.
+//
 // Credentials always come from the standard AWS chain (environment
 // variables, the shared config and credentials files with an optional
 // profile, SSO, web identity, container and instance metadata). bench

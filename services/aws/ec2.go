@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-
+	"github.com/benchtune/bench/internal/awsapi"
 	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/services"
 )
@@ -106,7 +105,7 @@ type EC2Config struct {
 // services.HostOps and services.OSOps. Every operation names its instance
 // with the aws_instance_id parameter, or else by its name tag.
 type EC2Service struct {
-	client *ec2.Client
+	client ec2Client
 	cfg    EC2Config
 	poll   poller
 }
@@ -161,8 +160,12 @@ func NewEC2Service(ctx context.Context, c EC2Config) (*EC2Service, error) {
 	if c.NameTag == "" {
 		c.NameTag = DefaultNameTag
 	}
+	api, err := awsapi.New(ctx, awsCfg, "EC2", "ec2", c.Endpoint)
+	if err != nil {
+		return nil, err
+	}
 	return &EC2Service{
-		client: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) { o.BaseEndpoint = c.endpointPtr() }),
+		client: ec2Client{api},
 		cfg:    c,
 		poll: poller{
 			interval: durationOr(c.PollInterval, DefaultEC2PollInterval),
@@ -187,19 +190,17 @@ func (s *EC2Service) instanceName(params services.Params) (string, error) {
 var liveStates = []string{"pending", "running", "stopping", "stopped"}
 
 // describe returns the instance with this id (nil when it does not exist).
-func (s *EC2Service) describe(ctx context.Context, id string) (*ec2types.Instance, error) {
-	out, err := s.client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+func (s *EC2Service) describe(ctx context.Context, id string) (*ec2Instance, error) {
+	out, err := s.client.describeInstances(ctx, []string{id}, nil)
 	if err != nil {
 		if strings.HasPrefix(apiErrorCode(err), "InvalidInstanceID") {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("describing EC2 instance %s: %w", id, err)
 	}
-	for _, r := range out.Reservations {
-		for i := range r.Instances {
-			if aws.ToString(r.Instances[i].InstanceId) == id {
-				return &r.Instances[i], nil
-			}
+	for i := range out {
+		if out[i].InstanceID == id {
+			return &out[i], nil
 		}
 	}
 	return nil, nil
@@ -207,22 +208,13 @@ func (s *EC2Service) describe(ctx context.Context, id string) (*ec2types.Instanc
 
 // findByName returns the instance that is not terminated and carries the
 // name tag (nil when there is none; an error when several do).
-func (s *EC2Service) findByName(ctx context.Context, name string) (*ec2types.Instance, error) {
-	pages := ec2.NewDescribeInstancesPaginator(s.client, &ec2.DescribeInstancesInput{
-		Filters: []ec2types.Filter{
-			{Name: aws.String("tag:" + s.cfg.NameTag), Values: []string{name}},
-			{Name: aws.String("instance-state-name"), Values: liveStates},
-		},
+func (s *EC2Service) findByName(ctx context.Context, name string) (*ec2Instance, error) {
+	found, err := s.client.describeInstances(ctx, nil, []ec2Filter{
+		{Name: "tag:" + s.cfg.NameTag, Values: []string{name}},
+		{Name: "instance-state-name", Values: liveStates},
 	})
-	var found []ec2types.Instance
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("looking up EC2 instances tagged %s=%s: %w", s.cfg.NameTag, name, err)
-		}
-		for _, r := range page.Reservations {
-			found = append(found, r.Instances...)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("looking up EC2 instances tagged %s=%s: %w", s.cfg.NameTag, name, err)
 	}
 	switch len(found) {
 	case 0:
@@ -232,7 +224,7 @@ func (s *EC2Service) findByName(ctx context.Context, name string) (*ec2types.Ins
 	}
 	ids := make([]string, len(found))
 	for i, in := range found {
-		ids[i] = aws.ToString(in.InstanceId)
+		ids[i] = in.InstanceID
 	}
 	sort.Strings(ids)
 	return nil, fmt.Errorf("several EC2 instances are tagged %s=%s (%s); bench cannot tell which one is its host: terminate the extra ones or set %s",
@@ -242,7 +234,7 @@ func (s *EC2Service) findByName(ctx context.Context, name string) (*ec2types.Ins
 // lookup returns the instance the params name: by aws_instance_id, else
 // by the name tag. It returns nil (and no error) when that instance does
 // not exist or is terminated, and an error when the params name none.
-func (s *EC2Service) lookup(ctx context.Context, params services.Params) (*ec2types.Instance, error) {
+func (s *EC2Service) lookup(ctx context.Context, params services.Params) (*ec2Instance, error) {
 	id, err := paramString(params, ParamInstanceID)
 	if err != nil {
 		return nil, err
@@ -266,7 +258,7 @@ func (s *EC2Service) lookup(ctx context.Context, params services.Params) (*ec2ty
 
 // mustLookup is lookup for operations on an existing instance: a missing
 // instance is an error.
-func (s *EC2Service) mustLookup(ctx context.Context, params services.Params) (*ec2types.Instance, error) {
+func (s *EC2Service) mustLookup(ctx context.Context, params services.Params) (*ec2Instance, error) {
 	in, err := s.lookup(ctx, params)
 	if err != nil {
 		return nil, err
@@ -286,14 +278,14 @@ func describeTarget(id, tag, name string) string {
 	return fmt.Sprintf("tagged %s=%s", tag, name)
 }
 
-func stateOf(in *ec2types.Instance) string {
-	if in == nil || in.State == nil {
+func stateOf(in *ec2Instance) string {
+	if in == nil {
 		return ""
 	}
-	return string(in.State.Name)
+	return in.State.Name
 }
 
-func isLive(in *ec2types.Instance) bool {
+func isLive(in *ec2Instance) bool {
 	st := stateOf(in)
 	for _, s := range liveStates {
 		if st == s {
@@ -306,8 +298,8 @@ func isLive(in *ec2types.Instance) bool {
 // waitState polls the instance until it is in state want. A state from
 // which want cannot be reached is an error; so is running past the poll
 // timeout (wraps services.ErrTimeout).
-func (s *EC2Service) waitState(ctx context.Context, id, want string) (*ec2types.Instance, error) {
-	var last *ec2types.Instance
+func (s *EC2Service) waitState(ctx context.Context, id, want string) (*ec2Instance, error) {
+	var last *ec2Instance
 	err := s.poll.wait(ctx, fmt.Sprintf("EC2 instance %s to be %s", id, want), func(ctx context.Context) (bool, error) {
 		in, err := s.describe(ctx, id)
 		if err != nil {
@@ -349,7 +341,7 @@ func (s *EC2Service) ProvisionHost(ctx context.Context, params services.Params) 
 	}
 	var id string
 	if in != nil {
-		id = aws.ToString(in.InstanceId)
+		id = in.InstanceID
 		slog.Info("ec2: found the host instance", "instance", id, "state", stateOf(in), "name", name)
 		if err := s.ensureRunning(ctx, in); err != nil {
 			return nil, fmt.Errorf("EC2 provisioning: %w", err)
@@ -370,8 +362,8 @@ func (s *EC2Service) ProvisionHost(ctx context.Context, params services.Params) 
 }
 
 // ensureRunning starts an instance that is stopped (or stopping).
-func (s *EC2Service) ensureRunning(ctx context.Context, in *ec2types.Instance) error {
-	id := aws.ToString(in.InstanceId)
+func (s *EC2Service) ensureRunning(ctx context.Context, in *ec2Instance) error {
+	id := in.InstanceID
 	switch stateOf(in) {
 	case "running", "pending":
 		return nil
@@ -381,7 +373,7 @@ func (s *EC2Service) ensureRunning(ctx context.Context, in *ec2types.Instance) e
 		}
 	}
 	slog.Info("ec2: starting instance", "instance", id)
-	if _, err := s.client.StartInstances(ctx, &ec2.StartInstancesInput{InstanceIds: []string{id}}); err != nil {
+	if err := s.client.instancesCall(ctx, "StartInstances", []string{id}, nil); err != nil {
 		return fmt.Errorf("starting EC2 instance %s: %w", id, err)
 	}
 	return nil
@@ -407,45 +399,43 @@ func (s *EC2Service) launch(ctx context.Context, params services.Params, name st
 	if !hasTemplate && (image == "" || itype == "") {
 		return "", errors.New("launching an instance needs a launch template (config launch_template_id or launch_template_name) or an AMI and an instance type (config image_id and instance_type)")
 	}
-	in := &ec2.RunInstancesInput{MinCount: aws.Int32(1), MaxCount: aws.Int32(1)}
+	// ClientToken makes a retried request launch one instance, not two.
+	p := url.Values{"MinCount": {"1"}, "MaxCount": {"1"}, "ClientToken": {clientToken()}}
 	if hasTemplate {
-		spec := &ec2types.LaunchTemplateSpecification{Version: aws.String("$Default")}
+		p.Set("LaunchTemplate.Version", "$Default")
 		if c.LaunchTemplateVersion != "" {
-			spec.Version = aws.String(c.LaunchTemplateVersion)
+			p.Set("LaunchTemplate.Version", c.LaunchTemplateVersion)
 		}
 		if c.LaunchTemplateID != "" {
-			spec.LaunchTemplateId = aws.String(c.LaunchTemplateID)
+			p.Set("LaunchTemplate.LaunchTemplateId", c.LaunchTemplateID)
 		} else {
-			spec.LaunchTemplateName = aws.String(c.LaunchTemplateName)
+			p.Set("LaunchTemplate.LaunchTemplateName", c.LaunchTemplateName)
 		}
-		in.LaunchTemplate = spec
 	}
 	if image != "" {
-		in.ImageId = aws.String(image)
+		p.Set("ImageId", image)
 	}
 	if itype != "" {
-		in.InstanceType = ec2types.InstanceType(itype)
+		p.Set("InstanceType", itype)
 	}
 	if c.SubnetID != "" {
-		in.SubnetId = aws.String(c.SubnetID)
+		p.Set("SubnetId", c.SubnetID)
 	}
-	if len(c.SecurityGroupIDs) > 0 {
-		in.SecurityGroupIds = c.SecurityGroupIDs
-	}
+	addList(p, "SecurityGroupId", c.SecurityGroupIDs)
 	if c.KeyName != "" {
-		in.KeyName = aws.String(c.KeyName)
+		p.Set("KeyName", c.KeyName)
 	}
 	if c.UserData != "" {
-		in.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(c.UserData)))
+		p.Set("UserData", base64.StdEncoding.EncodeToString([]byte(c.UserData)))
 	}
-	if p := c.IamInstanceProfile; p != "" {
-		if strings.HasPrefix(p, "arn:") {
-			in.IamInstanceProfile = &ec2types.IamInstanceProfileSpecification{Arn: aws.String(p)}
+	if ip := c.IamInstanceProfile; ip != "" {
+		if strings.HasPrefix(ip, "arn:") {
+			p.Set("IamInstanceProfile.Arn", ip)
 		} else {
-			in.IamInstanceProfile = &ec2types.IamInstanceProfileSpecification{Name: aws.String(p)}
+			p.Set("IamInstanceProfile.Name", ip)
 		}
 	}
-	tags := []ec2types.Tag{{Key: aws.String(c.NameTag), Value: aws.String(name)}}
+	tags := []ec2Tag{{Key: c.NameTag, Value: name}}
 	keys := make([]string, 0, len(c.Tags))
 	for k := range c.Tags {
 		if k != c.NameTag {
@@ -454,31 +444,36 @@ func (s *EC2Service) launch(ctx context.Context, params services.Params, name st
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(c.Tags[k])})
+		tags = append(tags, ec2Tag{Key: k, Value: c.Tags[k]})
 	}
-	in.TagSpecifications = []ec2types.TagSpecification{
-		{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
-		{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
+	for i, rt := range []string{"instance", "volume"} {
+		pre := "TagSpecification." + strconv.Itoa(i+1)
+		p.Set(pre+".ResourceType", rt)
+		for j, tg := range tags {
+			tp := pre + ".Tag." + strconv.Itoa(j+1)
+			p.Set(tp+".Key", tg.Key)
+			p.Set(tp+".Value", tg.Value)
+		}
 	}
-	out, err := s.client.RunInstances(ctx, in)
+	out, err := s.client.runInstances(ctx, p)
 	if err != nil {
 		return "", fmt.Errorf("launching an EC2 instance: %w", err)
 	}
-	if len(out.Instances) != 1 {
-		return "", fmt.Errorf("launching an EC2 instance: AWS returned %d instances, want 1", len(out.Instances))
+	if len(out) != 1 {
+		return "", fmt.Errorf("launching an EC2 instance: AWS returned %d instances, want 1", len(out))
 	}
-	id := aws.ToString(out.Instances[0].InstanceId)
-	slog.Info("ec2: launched instance", "instance", id, "name", name, "type", string(out.Instances[0].InstanceType))
+	id := out[0].InstanceID
+	slog.Info("ec2: launched instance", "instance", id, "name", name, "type", out[0].InstanceType)
 	return id, nil
 }
 
 // hostParams are the params ProvisionHost returns.
-func (s *EC2Service) hostParams(in *ec2types.Instance, name string) services.Params {
-	p := services.Params{ParamInstanceID: aws.ToString(in.InstanceId)}
+func (s *EC2Service) hostParams(in *ec2Instance, name string) services.Params {
+	p := services.Params{ParamInstanceID: in.InstanceID}
 	if name != "" {
 		p[ParamInstanceName] = name
 	}
-	pubDNS, pubIP, privIP := aws.ToString(in.PublicDnsName), aws.ToString(in.PublicIpAddress), aws.ToString(in.PrivateIpAddress)
+	pubDNS, pubIP, privIP := in.PublicDNSName, in.PublicIP, in.PrivateIP
 	if pubDNS != "" {
 		p[ParamPublicDNS] = pubDNS
 	}
@@ -488,9 +483,9 @@ func (s *EC2Service) hostParams(in *ec2types.Instance, name string) services.Par
 	if privIP != "" {
 		p[ParamPrivateIP] = privIP
 	}
-	candidates := []string{pubDNS, pubIP, privIP, aws.ToString(in.PrivateDnsName)}
+	candidates := []string{pubDNS, pubIP, privIP, in.PrivateDNSName}
 	if s.cfg.UsePrivateAddress {
-		candidates = []string{privIP, aws.ToString(in.PrivateDnsName)}
+		candidates = []string{privIP, in.PrivateDNSName}
 	}
 	for _, h := range candidates {
 		if h != "" {
@@ -515,9 +510,9 @@ func (s *EC2Service) DeprovisionHost(ctx context.Context, params services.Params
 		slog.Info("ec2: no instance to terminate")
 		return nil
 	}
-	id := aws.ToString(in.InstanceId)
+	id := in.InstanceID
 	slog.Info("ec2: terminating instance", "instance", id)
-	if _, err := s.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+	if err := s.client.instancesCall(ctx, "TerminateInstances", []string{id}, nil); err != nil {
 		if strings.HasPrefix(apiErrorCode(err), "InvalidInstanceID") {
 			return nil
 		}
@@ -544,7 +539,7 @@ func (s *EC2Service) StartHost(ctx context.Context, params services.Params) erro
 	if err := s.ensureRunning(ctx, in); err != nil {
 		return fmt.Errorf("EC2 start: %w", err)
 	}
-	if _, err := s.waitState(ctx, aws.ToString(in.InstanceId), "running"); err != nil {
+	if _, err := s.waitState(ctx, in.InstanceID, "running"); err != nil {
 		return fmt.Errorf("EC2 start: %w", err)
 	}
 	return nil
@@ -561,9 +556,9 @@ func (s *EC2Service) stop(ctx context.Context, params services.Params, force boo
 	if err != nil {
 		return fmt.Errorf("EC2 %s: %w", what, err)
 	}
-	id := aws.ToString(in.InstanceId)
+	id := in.InstanceID
 	slog.Info("ec2: stopping instance", "instance", id, "force", force)
-	if _, err := s.client.StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: []string{id}, Force: aws.Bool(force)}); err != nil {
+	if err := s.client.instancesCall(ctx, "StopInstances", []string{id}, url.Values{"Force": {strconv.FormatBool(force)}}); err != nil {
 		return fmt.Errorf("EC2 %s: stopping instance %s: %w", what, id, err)
 	}
 	if _, err := s.waitState(ctx, id, "stopped"); err != nil {
@@ -587,9 +582,9 @@ func (s *EC2Service) RestartHost(ctx context.Context, params services.Params, fo
 	if err != nil {
 		return fmt.Errorf("EC2 restart: %w", err)
 	}
-	id := aws.ToString(in.InstanceId)
+	id := in.InstanceID
 	slog.Info("ec2: rebooting instance", "instance", id)
-	if _, err := s.client.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}}); err != nil {
+	if err := s.client.instancesCall(ctx, "RebootInstances", []string{id}, nil); err != nil {
 		return fmt.Errorf("EC2 restart: rebooting instance %s: %w", id, err)
 	}
 	if _, err := s.waitState(ctx, id, "running"); err != nil {

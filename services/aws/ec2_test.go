@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"net/url"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/benchtune/bench/services"
@@ -64,17 +63,19 @@ func newMotoEC2(t *testing.T, extra map[string]any) *EC2Service {
 // motoAMI returns an image id that moto knows.
 func motoAMI(t *testing.T, s *EC2Service) string {
 	t.Helper()
-	out, err := s.client.DescribeImages(t.Context(), &ec2.DescribeImagesInput{Owners: []string{"amazon"}})
-	if err != nil {
+	var out struct {
+		Images []string `xml:"imagesSet>item>imageId"`
+	}
+	if err := s.client.api.Query(t.Context(), "DescribeImages", ec2Version, url.Values{"Owner.1": {"amazon"}}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Images) == 0 {
 		t.Fatal("moto lists no AMIs")
 	}
-	return aws.ToString(out.Images[0].ImageId)
+	return out.Images[0]
 }
 
-func mustDescribe(t *testing.T, s *EC2Service, id string) *ec2types.Instance {
+func mustDescribe(t *testing.T, s *EC2Service, id string) *ec2Instance {
 	t.Helper()
 	in, err := s.describe(t.Context(), id)
 	if err != nil {
@@ -86,10 +87,10 @@ func mustDescribe(t *testing.T, s *EC2Service, id string) *ec2types.Instance {
 	return in
 }
 
-func tagMap(tags []ec2types.Tag) map[string]string {
+func tagMap(tags []ec2Tag) map[string]string {
 	m := map[string]string{}
 	for _, tg := range tags {
-		m[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+		m[tg.Key] = tg.Value
 	}
 	return m
 }
@@ -97,18 +98,16 @@ func tagMap(tags []ec2types.Tag) map[string]string {
 // instancesTagged lists the live instances with the name tag.
 func instancesTagged(t *testing.T, s *EC2Service, name string) []string {
 	t.Helper()
-	out, err := s.client.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:" + s.cfg.NameTag), Values: []string{name}},
-		{Name: aws.String("instance-state-name"), Values: liveStates},
-	}})
+	out, err := s.client.describeInstances(t.Context(), nil, []ec2Filter{
+		{Name: "tag:" + s.cfg.NameTag, Values: []string{name}},
+		{Name: "instance-state-name", Values: liveStates},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	for _, r := range out.Reservations {
-		for _, in := range r.Instances {
-			ids = append(ids, aws.ToString(in.InstanceId))
-		}
+	for _, in := range out {
+		ids = append(ids, in.InstanceID)
 	}
 	return ids
 }
@@ -138,14 +137,14 @@ func TestEC2Lifecycle(t *testing.T) {
 	want := services.Params{
 		ParamInstanceID:   id,
 		ParamInstanceName: name,
-		ParamPrivateIP:    aws.ToString(in.PrivateIpAddress),
-		ParamSSHHostname:  aws.ToString(in.PrivateIpAddress),
+		ParamPrivateIP:    in.PrivateIP,
+		ParamSSHHostname:  in.PrivateIP,
 	}
-	if dns := aws.ToString(in.PublicDnsName); dns != "" {
+	if dns := in.PublicDNSName; dns != "" {
 		want[ParamPublicDNS] = dns
 		want[ParamSSHHostname] = dns
 	}
-	if ip := aws.ToString(in.PublicIpAddress); ip != "" {
+	if ip := in.PublicIP; ip != "" {
 		want[ParamPublicIP] = ip
 		if _, ok := want[ParamPublicDNS]; !ok {
 			want[ParamSSHHostname] = ip
@@ -163,17 +162,19 @@ func TestEC2Lifecycle(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"Name": name, "project": "bench", "owner": "tests"}, tagMap(in.Tags)); diff != "" {
 		t.Errorf("tags (-want +got):\n%s", diff)
 	}
-	if it := string(in.InstanceType); it != "t2.micro" {
+	if it := in.InstanceType; it != "t2.micro" {
 		t.Errorf("instance type = %s, want t2.micro", it)
 	}
-	if img := aws.ToString(in.ImageId); img != ami {
+	if img := in.ImageID; img != ami {
 		t.Errorf("image = %s, want %s", img, ami)
 	}
-	ud, err := s.client.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{InstanceId: aws.String(id), Attribute: ec2types.InstanceAttributeNameUserData})
-	if err != nil {
+	var ud struct {
+		UserData string `xml:"userData>value"`
+	}
+	if err := s.client.api.Query(ctx, "DescribeInstanceAttribute", ec2Version, url.Values{"InstanceId": {id}, "Attribute": {"userData"}}, &ud); err != nil {
 		t.Fatal(err)
 	}
-	if raw, _ := base64.StdEncoding.DecodeString(aws.ToString(ud.UserData.Value)); string(raw) != "#cloud-config\nruncmd: [echo hi]\n" {
+	if raw, _ := base64.StdEncoding.DecodeString(ud.UserData); string(raw) != "#cloud-config\nruncmd: [echo hi]\n" {
 		t.Errorf("user data = %q", raw)
 	}
 
@@ -253,14 +254,15 @@ func TestEC2LaunchTemplate(t *testing.T) {
 	ctx := t.Context()
 	ami := motoAMI(t, s0)
 	ltName := uniqueName(t, "bench-lt-")
-	lt, err := s0.client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
-		LaunchTemplateName: aws.String(ltName),
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(ami), InstanceType: ec2types.InstanceTypeT2Nano},
-	})
-	if err != nil {
+	var lt struct {
+		ID string `xml:"launchTemplate>launchTemplateId"`
+	}
+	if err := s0.client.api.Query(ctx, "CreateLaunchTemplate", ec2Version, url.Values{
+		"LaunchTemplateName": {ltName}, "LaunchTemplateData.ImageId": {ami}, "LaunchTemplateData.InstanceType": {"t2.nano"},
+	}, &lt); err != nil {
 		t.Fatal(err)
 	}
-	ltID := aws.ToString(lt.LaunchTemplate.LaunchTemplateId)
+	ltID := lt.ID
 
 	tests := []struct {
 		name     string
@@ -285,10 +287,10 @@ func TestEC2LaunchTemplate(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := mustDescribe(t, s, got[ParamInstanceID].(string))
-			if it := string(in.InstanceType); it != tc.wantType {
+			if it := in.InstanceType; it != tc.wantType {
 				t.Errorf("instance type = %s, want %s", it, tc.wantType)
 			}
-			if img := aws.ToString(in.ImageId); img != ami {
+			if img := in.ImageID; img != ami {
 				t.Errorf("image = %s, want the template's %s", img, ami)
 			}
 			if err := s.DeprovisionHost(ctx, params); err != nil {
@@ -343,6 +345,17 @@ func TestEC2Errors(t *testing.T) {
 			}
 		}
 	})
+	t.Run("AWS error code and message are kept", func(t *testing.T) {
+		s := newMotoEC2(t, map[string]any{"image_id": ami, "instance_type": "t2.micro", "subnet_id": "subnet-0bench0nope"})
+		_, err := s.ProvisionHost(ctx, services.Params{ParamInstanceName: uniqueName(t, "bench-badsubnet-")})
+		if err == nil || !strings.Contains(err.Error(), "launching an EC2 instance: EC2 RunInstances: HTTP 400") ||
+			!strings.Contains(err.Error(), "api error InvalidSubnetID.NotFound: The subnet ID 'subnet-0bench0nope' does not exist") {
+			t.Errorf("error = %v", err)
+		}
+		if code := apiErrorCode(err); code != "InvalidSubnetID.NotFound" {
+			t.Errorf("apiErrorCode = %q", code)
+		}
+	})
 	t.Run("bad parameter type", func(t *testing.T) {
 		_, err := s0.ProvisionHost(ctx, services.Params{ParamInstanceName: []any{"x"}})
 		if err == nil || !strings.Contains(err.Error(), `parameter "aws_instance_name" must be a string`) {
@@ -351,9 +364,9 @@ func TestEC2Errors(t *testing.T) {
 	})
 	t.Run("ambiguous name", func(t *testing.T) {
 		name := uniqueName(t, "bench-twin-")
-		out, err := s0.client.RunInstances(ctx, &ec2.RunInstancesInput{
-			ImageId: aws.String(ami), InstanceType: ec2types.InstanceTypeT2Micro, MinCount: aws.Int32(2), MaxCount: aws.Int32(2),
-			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{{Key: aws.String("Name"), Value: aws.String(name)}}}},
+		out, err := s0.client.runInstances(ctx, url.Values{
+			"ImageId": {ami}, "InstanceType": {"t2.micro"}, "MinCount": {"2"}, "MaxCount": {"2"},
+			"TagSpecification.1.ResourceType": {"instance"}, "TagSpecification.1.Tag.1.Key": {"Name"}, "TagSpecification.1.Tag.1.Value": {name},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -362,8 +375,8 @@ func TestEC2Errors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "several EC2 instances are tagged Name="+name) {
 			t.Errorf("error = %v", err)
 		}
-		for _, in := range out.Instances {
-			if err := s0.DeprovisionHost(ctx, services.Params{ParamInstanceID: aws.ToString(in.InstanceId)}); err != nil {
+		for _, in := range out {
+			if err := s0.DeprovisionHost(ctx, services.Params{ParamInstanceID: in.InstanceID}); err != nil {
 				t.Error(err)
 			}
 		}

@@ -13,10 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-
+	"github.com/benchtune/bench/internal/awsapi"
 	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/services"
 )
@@ -66,7 +63,7 @@ type SSMConfig struct {
 // named by the aws_instance_id parameter, which AwsEc2Service's
 // ProvisionHost returns.
 type SSMService struct {
-	client   *ssm.Client
+	client   *awsapi.Client
 	interval time.Duration
 	timeout  time.Duration
 	shell    string
@@ -105,8 +102,12 @@ func NewSSMService(ctx context.Context, c SSMConfig) (*SSMService, error) {
 	if err != nil {
 		return nil, err
 	}
+	api, err := awsapi.New(ctx, awsCfg, "SSM", "ssm", c.Endpoint)
+	if err != nil {
+		return nil, err
+	}
 	s := &SSMService{
-		client:   ssm.NewFromConfig(awsCfg, func(o *ssm.Options) { o.BaseEndpoint = c.endpointPtr() }),
+		client:   api,
 		interval: durationOr(c.PollInterval, DefaultSSMPollInterval),
 		timeout:  durationOr(c.PollTimeout, 0),
 		shell:    DefaultSSMShell,
@@ -168,10 +169,10 @@ func (s *SSMService) RemoteExec(ctx context.Context, req services.RemoteExecRequ
 	}
 	defer cancel()
 
-	in := &ssm.SendCommandInput{
-		DocumentName: aws.String(ssmDocument),
+	in := ssmSendCommand{
+		DocumentName: ssmDocument,
 		InstanceIds:  []string{id},
-		Comment:      aws.String(truncate("bench: "+name, ssmMaxComment)),
+		Comment:      truncate("bench: "+name, ssmMaxComment),
 		Parameters:   map[string][]string{"commands": cmds},
 	}
 	if limit > 0 {
@@ -184,11 +185,11 @@ func (s *SSMService) RemoteExec(ctx context.Context, req services.RemoteExecRequ
 	names, _ := shellenv.Names(req.Env) // checked by commands
 	slog.Debug("ssm: sending a command", "instance", id, "command", name, "lines", len(req.Script), "env", names, "timeout", limit)
 	start := time.Now()
-	out, err := s.client.SendCommand(runCtx, in)
-	if err != nil {
+	var out struct{ Command struct{ CommandId string } }
+	if err := s.client.JSON(runCtx, "AmazonSSM.SendCommand", in, &out); err != nil {
 		return fail, s.endErr(ctx, runCtx, limit, name, id, "", fmt.Errorf("sending the command: %w", err))
 	}
-	cmdID := aws.ToString(out.Command.CommandId)
+	cmdID := out.Command.CommandId
 	slog.Info("ssm: command sent", "instance", id, "command", name, "command_id", cmdID)
 
 	inv, err := s.waitInvocation(runCtx, cmdID, id)
@@ -204,7 +205,7 @@ func (s *SSMService) RemoteExec(ctx context.Context, req services.RemoteExecRequ
 
 // waitInvocation polls the command's invocation on the instance until it
 // has finished.
-func (s *SSMService) waitInvocation(ctx context.Context, cmdID, instance string) (*ssm.GetCommandInvocationOutput, error) {
+func (s *SSMService) waitInvocation(ctx context.Context, cmdID, instance string) (*ssmInvocation, error) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -213,18 +214,17 @@ func (s *SSMService) waitInvocation(ctx context.Context, cmdID, instance string)
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		inv, err := s.client.GetCommandInvocation(ctx, &ssm.GetCommandInvocationInput{CommandId: aws.String(cmdID), InstanceId: aws.String(instance)})
-		var notYet *ssmtypes.InvocationDoesNotExist
+		inv := &ssmInvocation{}
+		err := s.client.JSON(ctx, "AmazonSSM.GetCommandInvocation", map[string]string{"CommandId": cmdID, "InstanceId": instance}, inv)
 		switch {
-		case errors.As(err, &notYet) || apiErrorCode(err) == "InvocationDoesNotExist":
+		case apiErrorCode(err) == "InvocationDoesNotExist":
 			// Right after SendCommand the invocation may not be listed yet.
 		case err != nil:
 			return nil, fmt.Errorf("reading the command's status: %w", err)
 		default:
 			switch inv.Status {
-			case ssmtypes.CommandInvocationStatusPending, ssmtypes.CommandInvocationStatusInProgress,
-				ssmtypes.CommandInvocationStatusDelayed, ssmtypes.CommandInvocationStatusCancelling:
-				slog.Debug("ssm: waiting", "command_id", cmdID, "status", string(inv.Status))
+			case "Pending", "InProgress", "Delayed", "Cancelling":
+				slog.Debug("ssm: waiting", "command_id", cmdID, "status", inv.Status)
 			default:
 				return inv, nil
 			}
@@ -234,8 +234,8 @@ func (s *SSMService) waitInvocation(ctx context.Context, cmdID, instance string)
 }
 
 // result turns a finished invocation into an ExecResult.
-func (s *SSMService) result(inv *ssm.GetCommandInvocationOutput, req services.RemoteExecRequest, start time.Time, limit time.Duration) (services.ExecResult, error) {
-	stdout, stderr := aws.ToString(inv.StandardOutputContent), aws.ToString(inv.StandardErrorContent)
+func (s *SSMService) result(inv *ssmInvocation, req services.RemoteExecRequest, start time.Time, limit time.Duration) (services.ExecResult, error) {
+	stdout, stderr := inv.StandardOutputContent, inv.StandardErrorContent
 	line := services.LineResult{
 		Line:      strings.Join(req.Script, "\n"),
 		ExitCode:  int(inv.ResponseCode),
@@ -249,24 +249,24 @@ func (s *SSMService) result(inv *ssm.GetCommandInvocationOutput, req services.Re
 		_, _ = io.WriteString(req.Live, stderr)
 	}
 	res := services.ExecResult{ExitCode: line.ExitCode, Stdout: stdout, Stderr: stderr}
-	details := aws.ToString(inv.StatusDetails)
+	details := inv.StatusDetails
 	var err error
 	switch inv.Status {
-	case ssmtypes.CommandInvocationStatusSuccess:
-	case ssmtypes.CommandInvocationStatusFailed:
+	case "Success":
+	case "Failed":
 		// "Failed" with an exit code is a script that failed: not an error.
 		// Without one (-1) the script did not run to its end.
 		if inv.ResponseCode < 0 || details == "Undeliverable" || details == "DeliveryTimedOut" || details == "Terminated" {
 			err = fmt.Errorf("the command did not run: SSM status Failed (%s)", details)
 		}
-	case ssmtypes.CommandInvocationStatusTimedOut:
+	case "TimedOut":
 		line.TimedOut = true
 		bound := "its execution timeout"
 		if limit > 0 {
 			bound = "its time limit of " + limit.String()
 		}
 		err = fmt.Errorf("SSM stopped the command after %s (%s): %w", bound, details, services.ErrTimeout)
-	case ssmtypes.CommandInvocationStatusCancelled:
+	case "Cancelled":
 		err = fmt.Errorf("the command was cancelled outside bench (SSM status %s, %s)", inv.Status, details)
 	default:
 		err = fmt.Errorf("unexpected SSM status %q (%s)", inv.Status, details)
@@ -286,7 +286,7 @@ func (s *SSMService) endErr(ctx, runCtx context.Context, limit time.Duration, na
 		// The run context may be over: cancel with a fresh bound.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if _, cerr := s.client.CancelCommand(cctx, &ssm.CancelCommandInput{CommandId: aws.String(cmdID), InstanceIds: []string{instance}}); cerr != nil {
+		if cerr := s.client.JSON(cctx, "AmazonSSM.CancelCommand", map[string]any{"CommandId": cmdID, "InstanceIds": []string{instance}}, nil); cerr != nil {
 			slog.Warn("ssm: could not cancel the command; it may still run on the instance", "instance", instance, "command_id", cmdID, "error", cerr)
 		} else {
 			slog.Info("ssm: cancelled the command", "instance", instance, "command_id", cmdID)
@@ -320,3 +320,20 @@ func truncate(s string, n int) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// ssmSendCommand is SSM's SendCommand request (JSON 1.1).
+type ssmSendCommand struct {
+	DocumentName string
+	InstanceIds  []string
+	Comment      string
+	Parameters   map[string][]string
+}
+
+// ssmInvocation is the part of GetCommandInvocation's answer bench reads.
+type ssmInvocation struct {
+	Status                string
+	StatusDetails         string
+	ResponseCode          int
+	StandardOutputContent string
+	StandardErrorContent  string
+}

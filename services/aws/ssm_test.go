@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/benchtune/bench/services"
@@ -150,13 +147,18 @@ func TestSSMAgainstMoto(t *testing.T) {
 		t.Errorf("result = %+v", res)
 	}
 
-	list, err := s.client.ListCommands(ctx, &ssm.ListCommandsInput{InstanceId: aws.String(id)})
-	if err != nil {
+	type command struct {
+		Comment, DocumentName string
+		InstanceIds           []string
+		Parameters            map[string][]string
+	}
+	var list struct{ Commands []command }
+	if err := s.client.JSON(ctx, "AmazonSSM.ListCommands", map[string]string{"InstanceId": id}, &list); err != nil {
 		t.Fatal(err)
 	}
-	var sent []ssmtypes.Command
+	var sent []command
 	for _, c := range list.Commands {
-		if aws.ToString(c.Comment) == "bench: "+name {
+		if c.Comment == "bench: "+name {
 			sent = append(sent, c)
 		}
 	}
@@ -183,7 +185,7 @@ func TestSSMAgainstMoto(t *testing.T) {
 		},
 	}
 	got := map[string]any{
-		"document": aws.ToString(c.DocumentName),
+		"document": c.DocumentName,
 		"params":   c.Parameters,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
