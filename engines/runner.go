@@ -269,7 +269,15 @@ func (r *Runner) result(ctx context.Context, ref Ref, st State) trial.Outcome {
 	case st.Phase == Done:
 		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job ended without an outcome (bench exec-trial did not finish)", r.eng.Name()), lastLines(res.Log))}
 	default:
-		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s", r.eng.Name(), st.Phase), withReason(st.Reason, lastLines(res.Log)))}
+		// The engine's reason, else the tail of the job's log (never an
+		// empty part).
+		why := strings.TrimSpace(st.Reason)
+		if tail := lastLines(res.Log); why == "" {
+			why = tail
+		} else {
+			why = withReason(why, tail)
+		}
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s", r.eng.Name(), st.Phase), why)}
 	}
 	if res.Log != "" {
 		out.Output = append(out.Output, trial.Output{Phase: "job", Env: r.eng.Name(), Command: "job " + string(ref), Stdout: res.Log, Start: st.Started})

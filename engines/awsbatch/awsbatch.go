@@ -552,9 +552,7 @@ func stateOf(d *btypes.JobDetail) engines.State {
 		if timedOutReason.MatchString(reason) {
 			st.Phase = engines.TimedOut
 		}
-		if c := containerReason(d); c != "" {
-			st.Reason = joinNonEmpty("; ", reason, c)
-		}
+		st.Reason = failureReason(d)
 	default:
 		// A status this code does not know yet: not final, keep polling.
 		st.Phase = engines.Queued
@@ -566,22 +564,63 @@ func stateOf(d *btypes.JobDetail) engines.State {
 	return st
 }
 
-// containerReason is the container's exit code and reason, if any.
+// containerReason is the container's exit code and reason, if any: the
+// job's container, else its last attempt's.
 func containerReason(d *btypes.JobDetail) string {
-	if d.Container == nil {
-		return ""
+	var exit *int32
+	var reason string
+	if d.Container != nil {
+		exit, reason = d.Container.ExitCode, aws.ToString(d.Container.Reason)
+	}
+	if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Container != nil {
+		c := d.Attempts[n-1].Container
+		if exit == nil {
+			exit = c.ExitCode
+		}
+		if reason == "" {
+			reason = aws.ToString(c.Reason)
+		}
 	}
 	var parts []string
-	if d.Container.ExitCode != nil {
-		parts = append(parts, fmt.Sprintf("exit code %d", *d.Container.ExitCode))
+	if exit != nil {
+		parts = append(parts, fmt.Sprintf("exit code %d", *exit))
 	}
-	if r := aws.ToString(d.Container.Reason); r != "" {
-		parts = append(parts, r)
+	if reason != "" {
+		parts = append(parts, reason)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return "container: " + strings.Join(parts, ", ")
+}
+
+// logStream is the job's CloudWatch log stream, if Batch names one.
+func logStream(d *btypes.JobDetail) string {
+	if d.Container != nil && aws.ToString(d.Container.LogStreamName) != "" {
+		return aws.ToString(d.Container.LogStreamName)
+	}
+	if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Container != nil {
+		return aws.ToString(d.Attempts[n-1].Container.LogStreamName)
+	}
+	return ""
+}
+
+// failureReason says why a job FAILED with what Batch tells: its status
+// reason (or that it gave none), the container's exit code and reason,
+// and the log stream to read.
+func failureReason(d *btypes.JobDetail) string {
+	reason := strings.TrimSpace(aws.ToString(d.StatusReason))
+	if reason == "" {
+		reason = "AWS Batch gave no status reason"
+	}
+	parts := []string{reason}
+	if c := containerReason(d); c != "" {
+		parts = append(parts, c)
+	}
+	if ls := logStream(d); ls != "" {
+		parts = append(parts, "log stream "+ls)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func joinNonEmpty(sep string, parts ...string) string {
@@ -634,8 +673,8 @@ func jobLog(d *btypes.JobDetail) string {
 	if c := containerReason(d); c != "" {
 		fmt.Fprintln(&b, c)
 	}
-	if d.Container != nil && aws.ToString(d.Container.LogStreamName) != "" {
-		fmt.Fprintf(&b, "log stream: %s\n", aws.ToString(d.Container.LogStreamName))
+	if ls := logStream(d); ls != "" {
+		fmt.Fprintf(&b, "log stream: %s\n", ls)
 	}
 	return b.String()
 }
