@@ -204,6 +204,12 @@ func (r *Runner) wait(ctx context.Context, spec schedulers.Spec, ref Ref) (State
 	interval := r.common.PollInterval.Std()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// The engine may tell when the job ends: poll then, not a
+	// poll_interval later.
+	var ended <-chan struct{}
+	if n, ok := r.eng.(Notifier); ok {
+		ended = n.Ended(ref)
+	}
 	var (
 		progress   string
 		progressAt = time.Now()
@@ -215,7 +221,10 @@ func (r *Runner) wait(ctx context.Context, spec schedulers.Spec, ref Ref) (State
 		case <-ctx.Done():
 			return State{}, ctx.Err()
 		case <-timer.C:
+		case <-ended:
+			ended = nil // once: then poll as usual
 		}
+		// (Reset discards a pending tick: timers since Go 1.23.)
 		timer.Reset(interval)
 		st, err := r.eng.Poll(ctx, ref)
 		now := time.Now()

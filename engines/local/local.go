@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,11 @@ type Engine struct {
 	slots   int
 	workdir string
 	dir     string
+
+	// ended holds, by exit file, a channel closed when the job's process
+	// (this process's child) has ended (Notifier).
+	mu    sync.Mutex
+	ended map[string]chan struct{}
 }
 
 // ref is the local engine's job reference.
@@ -127,9 +133,42 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	}
 	r.PID = cmd.Process.Pid
 	r.Started, _ = startTime(r.PID)
-	// Reap the process when it ends (it is this process's child).
-	go func() { _ = cmd.Wait() }()
+	// Reap the process when it ends (it is this process's child), and
+	// tell the runner following the job at once.
+	done := make(chan struct{})
+	e.mu.Lock()
+	if e.ended == nil {
+		e.ended = map[string]chan struct{}{}
+	}
+	e.ended[r.Exit] = done
+	e.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
 	return json.Marshal(r)
+}
+
+// Ended returns a channel closed when the job's process ends, for jobs
+// this engine started (nil for others: a re-attached job is polled).
+func (e *Engine) Ended(raw engines.Ref) <-chan struct{} {
+	r, err := decodeRef(raw)
+	if err != nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ch, ok := e.ended[r.Exit]; ok {
+		return ch
+	}
+	return nil
+}
+
+// forget drops a finished job's channel.
+func (e *Engine) forget(exit string) {
+	e.mu.Lock()
+	delete(e.ended, exit)
+	e.mu.Unlock()
 }
 
 func decodeRef(raw engines.Ref) (ref, error) {
@@ -147,6 +186,7 @@ func (e *Engine) Poll(_ context.Context, raw engines.Ref) (engines.State, error)
 		return engines.State{}, err
 	}
 	if b, err := os.ReadFile(r.Exit); err == nil {
+		e.forget(r.Exit)
 		st := engines.State{Phase: engines.Done}
 		if code := strings.TrimSpace(string(b)); code != "0" {
 			st.Reason = "bench exec-trial exited with status " + code
@@ -164,6 +204,7 @@ func (e *Engine) Poll(_ context.Context, raw engines.Ref) (engines.State, error)
 	if _, err := os.Stat(r.Exit); err == nil {
 		return e.Poll(context.Background(), raw)
 	}
+	e.forget(r.Exit)
 	return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("process %d ended without recording its exit status", r.PID)}, nil
 }
 
@@ -268,4 +309,5 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 var (
 	_ engines.Engine         = (*Engine)(nil)
 	_ engines.PilotSubmitter = (*Engine)(nil)
+	_ engines.Notifier       = (*Engine)(nil)
 )
