@@ -271,6 +271,12 @@ func (r *Runner) result(ctx context.Context, ref Ref, st State) trial.Outcome {
 		out = trial.Outcome{Status: trial.FAILED, FailureReason: fmt.Sprintf("%s job %s, but its outcome could not be fetched: %v", r.eng.Name(), st.Phase, err)}
 	case st.Phase == TimedOut:
 		out = trial.Outcome{Status: trial.TIMED_OUT, FailureReason: withReason(fmt.Sprintf("the %s job was stopped at its time limit", r.eng.Name()), st.Reason)}
+	case res.Outcome != nil && st.Phase != Done && Interrupted(res.Outcome) != "":
+		// A signal stopped bench exec-trial and the engine ended the job
+		// (cancelled from outside, preempted, its node failed): not the
+		// trial's doing. FAILED, so that max_retries runs it again and a
+		// resume does not skip it as a person's cancellation.
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s (bench exec-trial got %s)", r.eng.Name(), st.Phase, Interrupted(res.Outcome)), st.Reason)}
 	case res.Outcome != nil:
 		if out, err = DecodeOutcome(res.Outcome); err != nil {
 			out = trial.Outcome{Status: trial.FAILED, FailureReason: fmt.Sprintf("%s job %s: %v", r.eng.Name(), st.Phase, err)}

@@ -150,6 +150,7 @@ type batchAPI interface {
 	SubmitJob(ctx context.Context, in *batch.SubmitJobInput, opts ...func(*batch.Options)) (*batch.SubmitJobOutput, error)
 	DescribeJobs(ctx context.Context, in *batch.DescribeJobsInput, opts ...func(*batch.Options)) (*batch.DescribeJobsOutput, error)
 	TerminateJob(ctx context.Context, in *batch.TerminateJobInput, opts ...func(*batch.Options)) (*batch.TerminateJobOutput, error)
+	ListJobs(ctx context.Context, in *batch.ListJobsInput, opts ...func(*batch.Options)) (*batch.ListJobsOutput, error)
 }
 
 // Engine is the AWS Batch engine.
@@ -422,8 +423,17 @@ func (e *Engine) timeout() *btypes.JobTimeout {
 }
 
 // Submit submits one job: the request inline or in S3, the outcome to S3.
+// The job's name is engines.SubmitName(job): a job of that name already in
+// the queue (a bench killed after SubmitJob, before the job was recorded
+// with the trial) is taken instead of submitting the trial again.
 func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, error) {
 	name := batchJobName(job.Name)
+	subName := batchJobName(engines.SubmitName(job))
+	if r, ok, err := e.findSubmitted(ctx, subName); err != nil {
+		return nil, fmt.Errorf("aws_batch: looking for an earlier submission of job %s: %w", subName, err)
+	} else if ok {
+		return json.Marshal(r)
+	}
 	base := fmt.Sprintf("%s.%d.%s", name, job.Attempt, token())
 	r := ref{OutcomeURL: e.s3URL(base + ".outcome.json")}
 	env := map[string]string{}
@@ -453,7 +463,7 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		tags["bench:experiment"] = tagValue(e.experimentID)
 	}
 	out, err := e.batch.SubmitJob(ctx, &batch.SubmitJobInput{
-		JobName:            aws.String(name),
+		JobName:            aws.String(subName),
 		JobQueue:           aws.String(e.cfg.JobQueue),
 		JobDefinition:      aws.String(e.cfg.JobDefinition),
 		ContainerOverrides: e.overrides(engines.Command(e.bench, r.RequestURL, r.OutcomeURL), env),
@@ -470,6 +480,55 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	e.noteSubmitted(r.JobID)
 	b, _ := json.Marshal(r)
 	return b, nil
+}
+
+// findSubmitted finds the latest job of the queue named name (ListJobs with a
+// JOB_NAME filter, which lists jobs of every status) and rebuilds its
+// reference from its command line (DescribeJobs).
+func (e *Engine) findSubmitted(ctx context.Context, name string) (ref, bool, error) {
+	var latest *btypes.JobSummary
+	in := &batch.ListJobsInput{JobQueue: aws.String(e.cfg.JobQueue),
+		Filters: []btypes.KeyValuesPair{{Name: aws.String("JOB_NAME"), Values: []string{name}}}}
+	for page := 0; page < 20; page++ {
+		out, err := e.batch.ListJobs(ctx, in)
+		if err != nil {
+			return ref{}, false, err
+		}
+		for i := range out.JobSummaryList {
+			j := &out.JobSummaryList[i]
+			// (A JOB_NAME value ending in '*' is a prefix: names here never
+			// end so, but check the name all the same.)
+			if aws.ToString(j.JobName) == name && (latest == nil || aws.ToInt64(j.CreatedAt) > aws.ToInt64(latest.CreatedAt)) {
+				latest = j
+			}
+		}
+		if aws.ToString(out.NextToken) == "" {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	if latest == nil {
+		return ref{}, false, nil
+	}
+	id := aws.ToString(latest.JobId)
+	d, err := e.desc.describe(ctx, id)
+	if err != nil || d == nil || d.Container == nil {
+		return ref{}, false, err
+	}
+	r := ref{JobID: id}
+	cmd := d.Container.Command
+	for i := 0; i+1 < len(cmd); i++ {
+		switch cmd[i] {
+		case "--request":
+			r.RequestURL = cmd[i+1]
+		case "--outcome":
+			r.OutcomeURL = cmd[i+1]
+		}
+	}
+	if r.OutcomeURL == "" {
+		return ref{}, false, nil // not a trial job of this engine
+	}
+	return r, true, nil
 }
 
 // inline returns the request as an environment value when it fits.
