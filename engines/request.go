@@ -101,17 +101,20 @@ func JobName(experimentID string, trialID int) string {
 
 // SubmitName is the name a job is submitted under: its Name, its
 // Attempt and a short hash of the trial it runs (experiment, trial id and
-// tunable values), "bench-<experiment>-<trial>.<attempt>.<hash>". It is
-// the same whenever the same attempt of the same trial is submitted, by
-// whichever bench process, so that an engine can look for a job an earlier,
-// killed bench submitted but did not record (idempotent submission); the
-// hash tells apart the same trial id of an earlier experiment with the same
-// id but other values. Letters, digits, '-', '_' and '.' only.
+// tunable values, the driver's folder), "bench-<experiment>-<trial>.
+// <attempt>.<hash>". It is the same whenever the same attempt of the same
+// trial is submitted from the same folder, by whichever bench process, so
+// that an engine can look for a job an earlier, killed bench submitted but
+// did not record (idempotent submission); the hash tells apart the same
+// trial of an experiment of the same id run from another folder (another
+// user, another checkout) or an earlier experiment of the same id with
+// other values. Letters, digits, '-', '_' and '.' only.
 func SubmitName(job Job) string {
 	var head struct {
 		ExperimentID string            `json:"experiment_id"`
 		TrialID      int               `json:"trial_id"`
 		Params       map[string]string `json:"params"`
+		Dir          string            `json:"dir"`
 	}
 	_ = json.Unmarshal(job.Request, &head)
 	// json.Marshal sorts map keys: the same values give the same bytes.

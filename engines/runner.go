@@ -276,7 +276,16 @@ func (r *Runner) result(ctx context.Context, ref Ref, st State) trial.Outcome {
 		// (cancelled from outside, preempted, its node failed): not the
 		// trial's doing. FAILED, so that max_retries runs it again and a
 		// resume does not skip it as a person's cancellation.
-		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s (bench exec-trial got %s)", r.eng.Name(), st.Phase, Interrupted(res.Outcome)), st.Reason)}
+		o, _ := DecodeOutcome(res.Outcome)
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s (bench exec-trial got %s)", r.eng.Name(), st.Phase, Interrupted(res.Outcome)), st.Reason),
+			Output: o.Output, Telemetry: o.Telemetry}
+	case res.Outcome != nil && st.Phase == Failed && !succeeded(res.Outcome):
+		// The engine ended the job and the trial failed: the engine's
+		// signal may have reached the trial's processes before bench
+		// exec-trial. Say both.
+		o, _ := DecodeOutcome(res.Outcome)
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(withReason(fmt.Sprintf("the %s job %s", r.eng.Name(), st.Phase), st.Reason), "the trial: "+o.FailureReason),
+			Output: o.Output, Telemetry: o.Telemetry}
 	case res.Outcome != nil:
 		if out, err = DecodeOutcome(res.Outcome); err != nil {
 			out = trial.Outcome{Status: trial.FAILED, FailureReason: fmt.Sprintf("%s job %s: %v", r.eng.Name(), st.Phase, err)}
@@ -324,6 +333,12 @@ func (r *Runner) cancel(ctx context.Context, ref Ref) {
 	if err := r.eng.Cancel(cctx, ref); err != nil {
 		r.log.Warn("could not cancel the job", "engine", r.eng.Name(), "job", string(ref), "err", err)
 	}
+}
+
+// succeeded reports whether an outcome file says SUCCEEDED.
+func succeeded(b []byte) bool {
+	o, err := DecodeOutcome(b)
+	return err == nil && o.Status == trial.SUCCEEDED
 }
 
 func withReason(msg, reason string) string {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/internal/decode"
+	"github.com/benchtune/bench/trial"
 )
 
 func init() {
@@ -526,12 +527,14 @@ func (e *Engine) state(r ref, in info, ph engines.Phase) engines.State {
 	// idle), and Done when its script then exited non-zero (bench
 	// exec-trial exits 0 whenever it writes an outcome, a wrapper may
 	// not). Before Slurm's end, Ended is when the outcome was written.
-	// An outcome that says a signal stopped the run is not trusted before
-	// Slurm's final state: Slurm signals a job at its time limit
-	// (TIMEOUT), on scancel (CANCELLED) and on preemption (PREEMPTED), and
-	// only Slurm knows which it was (Runner.result).
+	// Only a SUCCEEDED outcome is trusted before Slurm's final state:
+	// Slurm signals a job at its time limit (TIMEOUT), on scancel
+	// (CANCELLED) and on preemption (PREEMPTED), and only Slurm knows which
+	// it was (Runner.result). The signal may reach the trial's processes
+	// before bench exec-trial, whose outcome then says the script failed
+	// (exit 143) without naming a signal.
 	if (!ph.Final() || in.state == "FAILED") && r.Outcome != "" {
-		if b, err := os.ReadFile(r.Outcome); err == nil && engines.Interrupted(b) == "" {
+		if b, err := os.ReadFile(r.Outcome); err == nil && trusted(b) {
 			st.Phase = engines.Done
 			if st.Ended.IsZero() {
 				if fi, err := os.Stat(r.Outcome); err == nil {
@@ -551,6 +554,16 @@ func (e *Engine) state(r ref, in info, ph engines.Phase) engines.State {
 		st.Reason = reason
 	}
 	return st
+}
+
+// trusted reports whether an outcome file may be taken for the job's end
+// before Slurm ends the job: a SUCCEEDED outcome no signal stopped.
+func trusted(b []byte) bool {
+	if engines.Interrupted(b) != "" {
+		return false
+	}
+	out, err := engines.DecodeOutcome(b)
+	return err == nil && out.Status == trial.SUCCEEDED
 }
 
 // forget stops following a job that ended.

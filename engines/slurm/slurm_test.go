@@ -34,6 +34,10 @@ if [ "$(field mode)" = interrupted ]; then
 	# What bench exec-trial writes when a signal stopped the trial, then
 	# a far side still finishing (a job in COMPLETING).
 	printf '{"status":"CANCELED","failure_reason":"run cancelled","signal":"SIGTERM"}' > "$out.tmp" && mv "$out.tmp" "$out"
+elif [ "$(field mode)" = failed-outcome ]; then
+	# The signal reached the trial's script first: a FAILED outcome that
+	# names no signal.
+	printf '{"status":"FAILED","failure_reason":"run.sh exited with code 143"}' > "$out.tmp" && mv "$out.tmp" "$out"
 fi
 sleep "$(field sleep)"
 case "$(field mode)" in
@@ -478,8 +482,19 @@ func TestSlurmExampleConfig(t *testing.T) {
 // interruption apart (issue 22, bugs 1 and 2).
 func TestSlurmInterruptedOutcomeWaitsForSlurm(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"interrupted", "failed-outcome"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			untrustedOutcome(t, mode)
+		})
+	}
+}
+
+// untrustedOutcome: a job whose outcome file is not a success keeps
+// running for the engine until Slurm ends it.
+func untrustedOutcome(t *testing.T, mode string) {
 	e := newTestEngine(t, nil)
-	job := submit(t, e, 1, "600", "interrupted")
+	job := submit(t, e, 1, "600", mode)
 	var r ref
 	_ = json.Unmarshal(job, &r)
 	deadline := time.Now().Add(60 * time.Second)
