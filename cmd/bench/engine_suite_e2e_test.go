@@ -75,7 +75,6 @@ func TestEngineSuiteLocal(t *testing.T) {
 		},
 		OutsideCancel: trial.CANCELED,
 		NoTimeLimit:   "the local engine has no time limit of its own (the scheduler's trial timeouts apply)",
-		NotIdempotent: "the local engine starts a detached process per Submit; it does not look for an earlier one",
 	})
 }
 

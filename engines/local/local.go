@@ -99,11 +99,18 @@ func (e *Engine) Slots() int { return e.slots }
 func (e *Engine) Close() error { return nil }
 
 // Submit starts the job's bench exec-trial in a new session, its output in
-// a log file and its exit status written to a file when it ends.
+// a log file and its exit status written to a file when it ends. A job of
+// the same engines.SubmitName started earlier from this workdir (a bench
+// killed after starting it, before recording it with the trial) that
+// still runs or has ended is taken instead of starting the trial again.
 func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, error) {
 	base := filepath.Join(e.workdir, fmt.Sprintf("%s.%d", job.Name, job.Attempt))
 	r := ref{Request: base + ".request.json", Outcome: base + ".outcome.json", Log: base + ".log", Exit: base + ".exit"}
-	for _, f := range []string{r.Outcome, r.Log, r.Exit} {
+	name := engines.SubmitName(job)
+	if earlier, ok := e.earlier(base, name, r); ok {
+		return json.Marshal(earlier)
+	}
+	for _, f := range []string{r.Outcome, r.Log, r.Exit, base + ".job"} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
@@ -133,6 +140,10 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	}
 	r.PID = cmd.Process.Pid
 	r.Started, _ = startTime(r.PID)
+	// The job's name and process, for a restarted bench's Submit (earlier).
+	if b, err := json.Marshal(startedJob{Name: name, PID: r.PID, Started: r.Started}); err == nil {
+		_ = os.WriteFile(base+".job", b, 0o600)
+	}
 	// Reap the process when it ends (it is this process's child), and
 	// tell the runner following the job at once.
 	done := make(chan struct{})
@@ -147,6 +158,31 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		close(done)
 	}()
 	return json.Marshal(r)
+}
+
+// startedJob is <base>.job: which job was started as which process.
+type startedJob struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Started uint64 `json:"started"`
+}
+
+// earlier returns the job an earlier Submit of the same name started from
+// this workdir when it still runs or recorded its end.
+func (e *Engine) earlier(base, name string, r ref) (ref, bool) {
+	b, err := os.ReadFile(base + ".job")
+	if err != nil {
+		return r, false
+	}
+	var sj startedJob
+	if json.Unmarshal(b, &sj) != nil || sj.Name != name || sj.PID <= 0 {
+		return r, false
+	}
+	r.PID, r.Started = sj.PID, sj.Started
+	if _, err := os.Stat(r.Exit); err == nil || alive(r) {
+		return r, true
+	}
+	return r, false
 }
 
 // Ended returns a channel closed when the job's process ends, for jobs
