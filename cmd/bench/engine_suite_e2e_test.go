@@ -21,6 +21,7 @@ import (
 	"github.com/benchtune/bench/engines/awsbatch/awsbatchtest"
 	"github.com/benchtune/bench/engines/enginetest"
 	"github.com/benchtune/bench/internal/testenv"
+	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -162,6 +163,26 @@ func TestEngineSuiteSSHPool(t *testing.T) {
 			return newSuiteEngine(t, "bench.engines.SSHPoolEngine", dir, merged(map[string]any{
 				"hosts": []any{host}, "known_hosts_file": e.knownHosts, "bench": bin}, config))
 		},
-		NoTimeLimit: "the SSH pool has no time limit of its own",
+		// A person on the host signals the far side (bench exec-trial, in
+		// the job's process group): the pool has no scheduler of its own
+		// to ask, so the signal is a person's: CANCELED.
+		CancelOutside: func(t *testing.T, ref engines.Ref) {
+			var r struct {
+				Run string `json:"run"`
+			}
+			if err := json.Unmarshal(ref, &r); err != nil {
+				t.Fatal(err)
+			}
+			h, err := e.svc.Host(services.Params{"ssh_hostname": e.host})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.Command(t.Context(), "pkill -TERM -g \"$(cat "+engines.ShellQuote(r.Run+"/pgid")+")\" -f exec-trial")
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("pkill on the host: %+v %v", res, err)
+			}
+		},
+		OutsideCancel: trial.CANCELED,
+		NoTimeLimit:   "the SSH pool has no time limit of its own",
 	})
 }
