@@ -130,6 +130,15 @@ type Engine interface {
 	Close() error
 }
 
+// Notifier is implemented by engines that learn at once when a job ends
+// (the local engine waits on its child process): Runner reads the job's
+// state as soon as the channel Ended returns is closed, instead of at the
+// next poll_interval. Ended returns nil for a job it cannot tell about
+// (one a restarted bench re-attached to); Runner then polls.
+type Notifier interface {
+	Ended(ref Ref) <-chan struct{}
+}
+
 // ErrRetryElsewhere wraps a Submit error that concerns one place only (an
 // unreachable host): Runner submits again at once, and the engine is
 // expected to choose another place.

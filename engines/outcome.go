@@ -21,12 +21,38 @@ type wireOutcome struct {
 	Telemetry     []trial.Telemetry `json:"telemetry,omitempty"`
 	Output        []trial.Output    `json:"output,omitempty"`
 	FailureReason string            `json:"failure_reason,omitempty"`
+	// Signal names the signal that stopped the run on the far side
+	// ("SIGTERM"), when one did: see EncodeInterrupted.
+	Signal string `json:"signal,omitempty"`
 }
 
 // EncodeOutcome returns an outcome's JSON (the outcome file).
 func EncodeOutcome(o trial.Outcome) ([]byte, error) {
 	return json.Marshal(wireOutcome{Status: o.Status.String(), Ts: o.Ts, Results: o.Results,
 		Telemetry: o.Telemetry, Output: o.Output, FailureReason: o.FailureReason})
+}
+
+// EncodeInterrupted returns the JSON of an outcome whose run a signal
+// stopped (bench exec-trial got SIGTERM or SIGINT). The far side cannot
+// tell who sent it: its engine (a time limit, a preemption, a cancel from
+// outside) or a person. The driver's engine runner therefore does not take
+// such an outcome as final before the engine says how the job ended
+// (Interrupted, Runner.result).
+func EncodeInterrupted(o trial.Outcome, signal string) ([]byte, error) {
+	return json.Marshal(wireOutcome{Status: o.Status.String(), Ts: o.Ts, Results: o.Results,
+		Telemetry: o.Telemetry, Output: o.Output, FailureReason: o.FailureReason, Signal: signal})
+}
+
+// Interrupted returns the signal an outcome file says stopped its run
+// ("" when none did, or the file is not an outcome).
+func Interrupted(b []byte) string {
+	var w struct {
+		Signal string `json:"signal"`
+	}
+	if json.Unmarshal(b, &w) != nil {
+		return ""
+	}
+	return w.Signal
 }
 
 // DecodeOutcome reads an outcome file. Its status must be final, or READY,

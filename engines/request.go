@@ -1,6 +1,8 @@
 package engines
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -95,6 +97,34 @@ func JobName(experimentID string, trialID int) string {
 		n = n[:100]
 	}
 	return n
+}
+
+// SubmitName is the name a job is submitted under: its Name, its
+// Attempt and a short hash of the trial it runs (experiment, trial id and
+// tunable values, the driver's folder), "bench-<experiment>-<trial>.
+// <attempt>.<hash>". It is the same whenever the same attempt of the same
+// trial is submitted from the same folder, by whichever bench process, so
+// that an engine can look for a job an earlier, killed bench submitted but
+// did not record (idempotent submission); the hash tells apart the same
+// trial of an experiment of the same id run from another folder (another
+// user, another checkout) or an earlier experiment of the same id with
+// other values. Letters, digits, '-', '_' and '.' only.
+func SubmitName(job Job) string {
+	var head struct {
+		ExperimentID string            `json:"experiment_id"`
+		TrialID      int               `json:"trial_id"`
+		Params       map[string]string `json:"params"`
+		Dir          string            `json:"dir"`
+	}
+	_ = json.Unmarshal(job.Request, &head)
+	// json.Marshal sorts map keys: the same values give the same bytes.
+	key, _ := json.Marshal(head)
+	sum := sha256.Sum256(key)
+	name := job.Name
+	if len(name) > 80 {
+		name = name[:80]
+	}
+	return fmt.Sprintf("%s.%d.%s", jobNameBad.ReplaceAllString(name, "_"), job.Attempt, hex.EncodeToString(sum[:4]))
 }
 
 // SafeArgs returns argv without the values of extra "--key value" or

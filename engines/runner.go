@@ -204,6 +204,12 @@ func (r *Runner) wait(ctx context.Context, spec schedulers.Spec, ref Ref) (State
 	interval := r.common.PollInterval.Std()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// The engine may tell when the job ends: poll then, not a
+	// poll_interval later.
+	var ended <-chan struct{}
+	if n, ok := r.eng.(Notifier); ok {
+		ended = n.Ended(ref)
+	}
 	var (
 		progress   string
 		progressAt = time.Now()
@@ -215,7 +221,10 @@ func (r *Runner) wait(ctx context.Context, spec schedulers.Spec, ref Ref) (State
 		case <-ctx.Done():
 			return State{}, ctx.Err()
 		case <-timer.C:
+		case <-ended:
+			ended = nil // once: then poll as usual
 		}
+		// (Reset discards a pending tick: timers since Go 1.23.)
 		timer.Reset(interval)
 		st, err := r.eng.Poll(ctx, ref)
 		now := time.Now()
@@ -262,6 +271,21 @@ func (r *Runner) result(ctx context.Context, ref Ref, st State) trial.Outcome {
 		out = trial.Outcome{Status: trial.FAILED, FailureReason: fmt.Sprintf("%s job %s, but its outcome could not be fetched: %v", r.eng.Name(), st.Phase, err)}
 	case st.Phase == TimedOut:
 		out = trial.Outcome{Status: trial.TIMED_OUT, FailureReason: withReason(fmt.Sprintf("the %s job was stopped at its time limit", r.eng.Name()), st.Reason)}
+	case res.Outcome != nil && st.Phase != Done && Interrupted(res.Outcome) != "":
+		// A signal stopped bench exec-trial and the engine ended the job
+		// (cancelled from outside, preempted, its node failed): not the
+		// trial's doing. FAILED, so that max_retries runs it again and a
+		// resume does not skip it as a person's cancellation.
+		o, _ := DecodeOutcome(res.Outcome)
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s (bench exec-trial got %s)", r.eng.Name(), st.Phase, Interrupted(res.Outcome)), st.Reason),
+			Output: o.Output, Telemetry: o.Telemetry}
+	case res.Outcome != nil && st.Phase == Failed && !succeeded(res.Outcome):
+		// The engine ended the job and the trial failed: the engine's
+		// signal may have reached the trial's processes before bench
+		// exec-trial. Say both.
+		o, _ := DecodeOutcome(res.Outcome)
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(withReason(fmt.Sprintf("the %s job %s", r.eng.Name(), st.Phase), st.Reason), "the trial: "+o.FailureReason),
+			Output: o.Output, Telemetry: o.Telemetry}
 	case res.Outcome != nil:
 		if out, err = DecodeOutcome(res.Outcome); err != nil {
 			out = trial.Outcome{Status: trial.FAILED, FailureReason: fmt.Sprintf("%s job %s: %v", r.eng.Name(), st.Phase, err)}
@@ -269,7 +293,15 @@ func (r *Runner) result(ctx context.Context, ref Ref, st State) trial.Outcome {
 	case st.Phase == Done:
 		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job ended without an outcome (bench exec-trial did not finish)", r.eng.Name()), lastLines(res.Log))}
 	default:
-		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s", r.eng.Name(), st.Phase), withReason(st.Reason, lastLines(res.Log)))}
+		// The engine's reason, else the tail of the job's log (never an
+		// empty part).
+		why := strings.TrimSpace(st.Reason)
+		if tail := lastLines(res.Log); why == "" {
+			why = tail
+		} else {
+			why = withReason(why, tail)
+		}
+		out = trial.Outcome{Status: trial.FAILED, FailureReason: withReason(fmt.Sprintf("the %s job %s", r.eng.Name(), st.Phase), why)}
 	}
 	if res.Log != "" {
 		out.Output = append(out.Output, trial.Output{Phase: "job", Env: r.eng.Name(), Command: "job " + string(ref), Stdout: res.Log, Start: st.Started})
@@ -301,6 +333,12 @@ func (r *Runner) cancel(ctx context.Context, ref Ref) {
 	if err := r.eng.Cancel(cctx, ref); err != nil {
 		r.log.Warn("could not cancel the job", "engine", r.eng.Name(), "job", string(ref), "err", err)
 	}
+}
+
+// succeeded reports whether an outcome file says SUCCEEDED.
+func succeeded(b []byte) bool {
+	o, err := DecodeOutcome(b)
+	return err == nil && o.Status == trial.SUCCEEDED
 }
 
 func withReason(msg, reason string) string {

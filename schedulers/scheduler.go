@@ -381,6 +381,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	suggestions := 0
 	last := lastAttempts(all)
 	var priors []optimizers.Prior
+	var unobserved []map[string]any // earlier suggestions without a result to observe
 	for _, t := range all {
 		d.keys[t.ConfigHash+"|"+t.Metadata["repeat_i"]] = true
 		if t.RetryOf == 0 {
@@ -392,6 +393,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 			d.retryCount[t.RetryOf]++
 		}
 		if !t.Finished() {
+			unobserved = append(unobserved, stringValues(t.Params))
 			continue
 		}
 		s.stats.Resumed++
@@ -406,6 +408,8 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		}
 		if t.Status != trial.CANCELED {
 			priors = append(priors, optimizers.Prior{Values: stringValues(t.Params), Status: t.Status, Results: map[string]any(t.Results)})
+		} else {
+			unobserved = append(unobserved, stringValues(t.Params))
 		}
 	}
 	if !s.o.Worker {
@@ -433,6 +437,11 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 			if err := s.opt.BulkRegister(priors); err != nil {
 				return nil, fmt.Errorf("optimizer %s: warm start from the experiment's %d earlier trials: %w", s.opt.Name(), len(priors), err)
 			}
+		}
+		// A re-seeded optimizer must not suggest again what earlier runs
+		// suggested and did not finish (resume.go).
+		if err := registerPending(s.opt, unobserved); err != nil {
+			return nil, fmt.Errorf("optimizer %s: the experiment's %d unfinished trials: %w", s.opt.Name(), len(unobserved), err)
 		}
 		if err := s.exp.SetStatus(ctx, trial.RUNNING, time.Time{}); err != nil {
 			return nil, err

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,10 +50,10 @@ status), 1 when the request could not be run at all.`,
 			if requestURL == "" || outcomeURL == "" {
 				return exitWith(exitUsage, errors.New("bench exec-trial needs --request and --outcome"))
 			}
-			ctx, stop := interruptContext(cmd.ErrOrStderr())
+			ctx, stop, signaled := execSignalContext(cmd.ErrOrStderr())
 			defer stop()
 			defer launcher.Release()
-			return execTrial(ctx, cmd.ErrOrStderr(), requestURL, outcomeURL, !noStore)
+			return execTrial(ctx, cmd.ErrOrStderr(), requestURL, outcomeURL, !noStore, signaled)
 		},
 	}
 	cmd.Flags().StringVar(&requestURL, "request", "", "the trial request (path, s3://..., env:NAME)")
@@ -62,7 +65,7 @@ status), 1 when the request could not be run at all.`,
 // execTrial runs a request's trial and writes its outcome. A request that
 // cannot be run still gets a FAILED outcome when the outcome can be
 // written, so that the driver learns why.
-func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL string, store bool) error {
+func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL string, store bool, signaled func() string) error {
 	raw, err := engines.ReadURL(ctx, requestURL)
 	if err != nil {
 		return exitWith(exitUsage, fmt.Errorf("reading the trial request: %w", err))
@@ -134,8 +137,27 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 	// The outcome is stored (shared storage) and written (the outcome
 	// file) from here: without secrets.
 	out = storage.RedactOutcome(out, l.Secrets)
-	if store {
+	// Stopped by a signal: the outcome says so, and is left to the driver,
+	// which asks the engine who sent it (a time limit: TIMED_OUT; a cancel
+	// from outside or a preemption: FAILED; otherwise a person's
+	// interruption: as the run ended).
+	sig := ""
+	if signaled != nil {
+		sig = signaled()
+	}
+	if store && sig == "" {
 		storeOutcome(ctx, l, req, &out)
+	}
+	if sig != "" {
+		slog.Warn("bench exec-trial: stopped by a signal; the driver asks the engine how the job ended", "signal", sig, "trial", req.TrialID)
+		b, err := engines.EncodeInterrupted(out, sig)
+		if err == nil {
+			err = engines.WriteURL(context.WithoutCancel(ctx), outcomeURL, b)
+		}
+		if err != nil {
+			return exitWith(exitFailed, fmt.Errorf("writing the outcome: %w", err))
+		}
+		return nil
 	}
 	if err := writeOutcome(ctx, outcomeURL, out); err != nil {
 		return exitWith(exitFailed, fmt.Errorf("writing the outcome: %w", err))
@@ -191,6 +213,48 @@ func storeOutcome(ctx context.Context, l *configs.Launch, req *engines.Request, 
 		return
 	}
 	slog.Info("bench exec-trial: outcome stored", "storage", st.Describe())
+}
+
+// execSignalContext is bench exec-trial's interrupt handling: the first
+// SIGINT or SIGTERM stops the trial (as bench run's first does) and is
+// remembered, so that the outcome names it (signaled returns its name, ""
+// before one came); a second one exits at once, as bench run's does.
+func execSignalContext(stderr io.Writer) (ctx context.Context, stop func(), signaled func() string) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Value
+	go func() {
+		n := 0
+		for s := range ch {
+			n++
+			if n == 1 {
+				name := signalName(s)
+				got.Store(name)
+				fmt.Fprintf(stderr, "bench exec-trial: %s: stopping the trial\n", name)
+				cancel(fmt.Errorf("bench exec-trial got %s", name))
+				continue
+			}
+			fmt.Fprintln(stderr, "bench exec-trial: a second signal: killing the trial's processes and exiting now")
+			launcher.ForceStop()
+			os.Exit(exitInterrupted)
+		}
+	}()
+	signaled = func() string {
+		v, _ := got.Load().(string)
+		return v
+	}
+	return ctx, func() { signal.Stop(ch); cancel(nil) }, signaled
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case os.Interrupt:
+		return "SIGINT"
+	}
+	return s.String()
 }
 
 func hostname() string {

@@ -150,6 +150,7 @@ type batchAPI interface {
 	SubmitJob(ctx context.Context, in *batch.SubmitJobInput, opts ...func(*batch.Options)) (*batch.SubmitJobOutput, error)
 	DescribeJobs(ctx context.Context, in *batch.DescribeJobsInput, opts ...func(*batch.Options)) (*batch.DescribeJobsOutput, error)
 	TerminateJob(ctx context.Context, in *batch.TerminateJobInput, opts ...func(*batch.Options)) (*batch.TerminateJobOutput, error)
+	ListJobs(ctx context.Context, in *batch.ListJobsInput, opts ...func(*batch.Options)) (*batch.ListJobsOutput, error)
 }
 
 // Engine is the AWS Batch engine.
@@ -422,8 +423,17 @@ func (e *Engine) timeout() *btypes.JobTimeout {
 }
 
 // Submit submits one job: the request inline or in S3, the outcome to S3.
+// The job's name is engines.SubmitName(job): a job of that name already in
+// the queue (a bench killed after SubmitJob, before the job was recorded
+// with the trial) is taken instead of submitting the trial again.
 func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, error) {
 	name := batchJobName(job.Name)
+	subName := batchJobName(engines.SubmitName(job))
+	if r, ok, err := e.findSubmitted(ctx, subName); err != nil {
+		return nil, fmt.Errorf("aws_batch: looking for an earlier submission of job %s: %w", subName, err)
+	} else if ok {
+		return json.Marshal(r)
+	}
 	base := fmt.Sprintf("%s.%d.%s", name, job.Attempt, token())
 	r := ref{OutcomeURL: e.s3URL(base + ".outcome.json")}
 	env := map[string]string{}
@@ -453,7 +463,7 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		tags["bench:experiment"] = tagValue(e.experimentID)
 	}
 	out, err := e.batch.SubmitJob(ctx, &batch.SubmitJobInput{
-		JobName:            aws.String(name),
+		JobName:            aws.String(subName),
 		JobQueue:           aws.String(e.cfg.JobQueue),
 		JobDefinition:      aws.String(e.cfg.JobDefinition),
 		ContainerOverrides: e.overrides(engines.Command(e.bench, r.RequestURL, r.OutcomeURL), env),
@@ -470,6 +480,55 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	e.noteSubmitted(r.JobID)
 	b, _ := json.Marshal(r)
 	return b, nil
+}
+
+// findSubmitted finds the latest job of the queue named name (ListJobs with a
+// JOB_NAME filter, which lists jobs of every status) and rebuilds its
+// reference from its command line (DescribeJobs).
+func (e *Engine) findSubmitted(ctx context.Context, name string) (ref, bool, error) {
+	var latest *btypes.JobSummary
+	in := &batch.ListJobsInput{JobQueue: aws.String(e.cfg.JobQueue),
+		Filters: []btypes.KeyValuesPair{{Name: aws.String("JOB_NAME"), Values: []string{name}}}}
+	for page := 0; page < 20; page++ {
+		out, err := e.batch.ListJobs(ctx, in)
+		if err != nil {
+			return ref{}, false, err
+		}
+		for i := range out.JobSummaryList {
+			j := &out.JobSummaryList[i]
+			// (A JOB_NAME value ending in '*' is a prefix: names here never
+			// end so, but check the name all the same.)
+			if aws.ToString(j.JobName) == name && (latest == nil || aws.ToInt64(j.CreatedAt) > aws.ToInt64(latest.CreatedAt)) {
+				latest = j
+			}
+		}
+		if aws.ToString(out.NextToken) == "" {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	if latest == nil {
+		return ref{}, false, nil
+	}
+	id := aws.ToString(latest.JobId)
+	d, err := e.desc.describe(ctx, id)
+	if err != nil || d == nil || d.Container == nil {
+		return ref{}, false, err
+	}
+	r := ref{JobID: id}
+	cmd := d.Container.Command
+	for i := 0; i+1 < len(cmd); i++ {
+		switch cmd[i] {
+		case "--request":
+			r.RequestURL = cmd[i+1]
+		case "--outcome":
+			r.OutcomeURL = cmd[i+1]
+		}
+	}
+	if r.OutcomeURL == "" {
+		return ref{}, false, nil // not a trial job of this engine
+	}
+	return r, true, nil
 }
 
 // inline returns the request as an environment value when it fits.
@@ -552,9 +611,7 @@ func stateOf(d *btypes.JobDetail) engines.State {
 		if timedOutReason.MatchString(reason) {
 			st.Phase = engines.TimedOut
 		}
-		if c := containerReason(d); c != "" {
-			st.Reason = joinNonEmpty("; ", reason, c)
-		}
+		st.Reason = failureReason(d)
 	default:
 		// A status this code does not know yet: not final, keep polling.
 		st.Phase = engines.Queued
@@ -566,22 +623,63 @@ func stateOf(d *btypes.JobDetail) engines.State {
 	return st
 }
 
-// containerReason is the container's exit code and reason, if any.
+// containerReason is the container's exit code and reason, if any: the
+// job's container, else its last attempt's.
 func containerReason(d *btypes.JobDetail) string {
-	if d.Container == nil {
-		return ""
+	var exit *int32
+	var reason string
+	if d.Container != nil {
+		exit, reason = d.Container.ExitCode, aws.ToString(d.Container.Reason)
+	}
+	if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Container != nil {
+		c := d.Attempts[n-1].Container
+		if exit == nil {
+			exit = c.ExitCode
+		}
+		if reason == "" {
+			reason = aws.ToString(c.Reason)
+		}
 	}
 	var parts []string
-	if d.Container.ExitCode != nil {
-		parts = append(parts, fmt.Sprintf("exit code %d", *d.Container.ExitCode))
+	if exit != nil {
+		parts = append(parts, fmt.Sprintf("exit code %d", *exit))
 	}
-	if r := aws.ToString(d.Container.Reason); r != "" {
-		parts = append(parts, r)
+	if reason != "" {
+		parts = append(parts, reason)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return "container: " + strings.Join(parts, ", ")
+}
+
+// logStream is the job's CloudWatch log stream, if Batch names one.
+func logStream(d *btypes.JobDetail) string {
+	if d.Container != nil && aws.ToString(d.Container.LogStreamName) != "" {
+		return aws.ToString(d.Container.LogStreamName)
+	}
+	if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Container != nil {
+		return aws.ToString(d.Attempts[n-1].Container.LogStreamName)
+	}
+	return ""
+}
+
+// failureReason says why a job FAILED with what Batch tells: its status
+// reason (or that it gave none), the container's exit code and reason,
+// and the log stream to read.
+func failureReason(d *btypes.JobDetail) string {
+	reason := strings.TrimSpace(aws.ToString(d.StatusReason))
+	if reason == "" {
+		reason = "AWS Batch gave no status reason"
+	}
+	parts := []string{reason}
+	if c := containerReason(d); c != "" {
+		parts = append(parts, c)
+	}
+	if ls := logStream(d); ls != "" {
+		parts = append(parts, "log stream "+ls)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func joinNonEmpty(sep string, parts ...string) string {
@@ -634,8 +732,8 @@ func jobLog(d *btypes.JobDetail) string {
 	if c := containerReason(d); c != "" {
 		fmt.Fprintln(&b, c)
 	}
-	if d.Container != nil && aws.ToString(d.Container.LogStreamName) != "" {
-		fmt.Fprintf(&b, "log stream: %s\n", aws.ToString(d.Container.LogStreamName))
+	if ls := logStream(d); ls != "" {
+		fmt.Fprintf(&b, "log stream: %s\n", ls)
 	}
 	return b.String()
 }

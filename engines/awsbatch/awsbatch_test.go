@@ -676,10 +676,17 @@ func TestStateOf(t *testing.T) {
 		{btypes.JobStatusFailed, "Essential container in task exited", aws.Int32(2), engines.Failed, "Essential container in task exited; container: exit code 2"},
 		{btypes.JobStatusFailed, "bench: trial cancelled", nil, engines.Failed, "bench: trial cancelled"},
 		{"SOMETHING_NEW", "", nil, engines.Queued, ""},
+		// No status reason: what is known instead (the last attempt's
+		// container when the job's own has nothing).
+		{btypes.JobStatusFailed, "", aws.Int32(137), engines.Failed, "AWS Batch gave no status reason; container: exit code 137, OutOfMemoryError: killed; log stream jd/default/abc"},
+		{btypes.JobStatusFailed, "", nil, engines.Failed, "AWS Batch gave no status reason"},
 	}
 	for _, tc := range tests {
 		d := &btypes.JobDetail{Status: tc.status, StatusReason: aws.String(tc.reason), StartedAt: ms(started)}
-		if tc.exit != nil {
+		if tc.exit != nil && tc.reason == "" {
+			d.Attempts = []btypes.AttemptDetail{{Container: &btypes.AttemptContainerDetail{ExitCode: tc.exit,
+				Reason: aws.String("OutOfMemoryError: killed"), LogStreamName: aws.String("jd/default/abc")}}}
+		} else if tc.exit != nil {
 			d.Container = &btypes.ContainerDetail{ExitCode: tc.exit}
 		}
 		st := stateOf(d)

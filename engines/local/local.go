@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,11 @@ type Engine struct {
 	slots   int
 	workdir string
 	dir     string
+
+	// ended holds, by exit file, a channel closed when the job's process
+	// (this process's child) has ended (Notifier).
+	mu    sync.Mutex
+	ended map[string]chan struct{}
 }
 
 // ref is the local engine's job reference.
@@ -93,11 +99,18 @@ func (e *Engine) Slots() int { return e.slots }
 func (e *Engine) Close() error { return nil }
 
 // Submit starts the job's bench exec-trial in a new session, its output in
-// a log file and its exit status written to a file when it ends.
+// a log file and its exit status written to a file when it ends. A job of
+// the same engines.SubmitName started earlier from this workdir (a bench
+// killed after starting it, before recording it with the trial) that
+// still runs or has ended is taken instead of starting the trial again.
 func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, error) {
 	base := filepath.Join(e.workdir, fmt.Sprintf("%s.%d", job.Name, job.Attempt))
 	r := ref{Request: base + ".request.json", Outcome: base + ".outcome.json", Log: base + ".log", Exit: base + ".exit"}
-	for _, f := range []string{r.Outcome, r.Log, r.Exit} {
+	name := engines.SubmitName(job)
+	if earlier, ok := e.earlier(base, name, r); ok {
+		return json.Marshal(earlier)
+	}
+	for _, f := range []string{r.Outcome, r.Log, r.Exit, base + ".job"} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
@@ -127,9 +140,71 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	}
 	r.PID = cmd.Process.Pid
 	r.Started, _ = startTime(r.PID)
-	// Reap the process when it ends (it is this process's child).
-	go func() { _ = cmd.Wait() }()
+	// The job's name and process, for a restarted bench's Submit (earlier).
+	if b, err := json.Marshal(startedJob{Name: name, PID: r.PID, Started: r.Started}); err == nil {
+		_ = os.WriteFile(base+".job", b, 0o600)
+	}
+	// Reap the process when it ends (it is this process's child), and
+	// tell the runner following the job at once.
+	done := make(chan struct{})
+	e.mu.Lock()
+	if e.ended == nil {
+		e.ended = map[string]chan struct{}{}
+	}
+	e.ended[r.Exit] = done
+	e.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
 	return json.Marshal(r)
+}
+
+// startedJob is <base>.job: which job was started as which process.
+type startedJob struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Started uint64 `json:"started"`
+}
+
+// earlier returns the job an earlier Submit of the same name started from
+// this workdir when it still runs or recorded its end.
+func (e *Engine) earlier(base, name string, r ref) (ref, bool) {
+	b, err := os.ReadFile(base + ".job")
+	if err != nil {
+		return r, false
+	}
+	var sj startedJob
+	if json.Unmarshal(b, &sj) != nil || sj.Name != name || sj.PID <= 0 {
+		return r, false
+	}
+	r.PID, r.Started = sj.PID, sj.Started
+	if _, err := os.Stat(r.Exit); err == nil || alive(r) {
+		return r, true
+	}
+	return r, false
+}
+
+// Ended returns a channel closed when the job's process ends, for jobs
+// this engine started (nil for others: a re-attached job is polled).
+func (e *Engine) Ended(raw engines.Ref) <-chan struct{} {
+	r, err := decodeRef(raw)
+	if err != nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ch, ok := e.ended[r.Exit]; ok {
+		return ch
+	}
+	return nil
+}
+
+// forget drops a finished job's channel.
+func (e *Engine) forget(exit string) {
+	e.mu.Lock()
+	delete(e.ended, exit)
+	e.mu.Unlock()
 }
 
 func decodeRef(raw engines.Ref) (ref, error) {
@@ -147,6 +222,7 @@ func (e *Engine) Poll(_ context.Context, raw engines.Ref) (engines.State, error)
 		return engines.State{}, err
 	}
 	if b, err := os.ReadFile(r.Exit); err == nil {
+		e.forget(r.Exit)
 		st := engines.State{Phase: engines.Done}
 		if code := strings.TrimSpace(string(b)); code != "0" {
 			st.Reason = "bench exec-trial exited with status " + code
@@ -164,6 +240,7 @@ func (e *Engine) Poll(_ context.Context, raw engines.Ref) (engines.State, error)
 	if _, err := os.Stat(r.Exit); err == nil {
 		return e.Poll(context.Background(), raw)
 	}
+	e.forget(r.Exit)
 	return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("process %d ended without recording its exit status", r.PID)}, nil
 }
 
@@ -268,4 +345,5 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 var (
 	_ engines.Engine         = (*Engine)(nil)
 	_ engines.PilotSubmitter = (*Engine)(nil)
+	_ engines.Notifier       = (*Engine)(nil)
 )

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/internal/decode"
+	"github.com/benchtune/bench/trial"
 )
 
 func init() {
@@ -366,11 +368,27 @@ func (e *Engine) sbatch(ctx context.Context, opts []string, script string) (stri
 }
 
 // Submit writes the request and a batch script to the workdir and submits
-// the script with sbatch.
+// the script with sbatch, as a job named engines.SubmitName(job). A job of
+// that name that Slurm already knows (a bench killed after sbatch, before
+// the job was recorded with the trial) is taken instead of submitting the
+// trial a second time.
 func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, error) {
 	name := nameBad.ReplaceAllString(job.Name, "_")
+	jobName := engines.SubmitName(job)
 	base := filepath.Join(e.workdir, fmt.Sprintf("%s.%d", name, job.Attempt))
 	r := ref{Request: base + ".request.json", Outcome: base + ".outcome.json", Log: base + ".log"}
+	// The request file is written before sbatch: without it, this attempt
+	// was never submitted from this workdir, and Slurm is not asked.
+	var id string
+	if _, err := os.Stat(r.Request); err == nil {
+		if id, err = e.submitted(ctx, jobName); err != nil {
+			return nil, fmt.Errorf("looking for an earlier submission of job %s: %w", jobName, err)
+		}
+		if id != "" {
+			r.JobID = id
+			return json.Marshal(r)
+		}
+	}
 	for _, f := range []string{r.Outcome, r.Log} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -386,12 +404,49 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	if err := writeScript(script, fmt.Sprintf("trial job %s, attempt %d", name, job.Attempt), engines.Command(e.common.Bench, r.Request, r.Outcome)); err != nil {
 		return nil, err
 	}
-	id, err := e.sbatch(ctx, []string{"--job-name=" + name, "--output=" + outputPattern(r.Log)}, script)
+	id, err := e.sbatch(ctx, []string{"--job-name=" + jobName, "--output=" + outputPattern(r.Log)}, script)
 	if err != nil {
 		return nil, err
 	}
 	r.JobID = id
 	return json.Marshal(r)
+}
+
+// submitted returns the id of this user's latest job named name that
+// Slurm knows (squeue while the controller holds it, then sacct when the
+// cluster has accounting), "" when there is none.
+func (e *Engine) submitted(ctx context.Context, name string) (string, error) {
+	u, err := user.Current()
+	if err != nil {
+		return "", err
+	}
+	out, err := run(ctx, "squeue", "-h", "-t", "all", "-u", u.Username, "-n", name, "-o", "%i")
+	if err != nil {
+		return "", err
+	}
+	if id := latestJob(strings.Fields(out)); id != "" {
+		return id, nil
+	}
+	out, err = run(ctx, "sacct", "-n", "-P", "-X", "-u", u.Username, "--name="+name, "-S", "now-30days", "-o", "JobID")
+	if err != nil {
+		if strings.Contains(err.Error(), "accounting storage is disabled") {
+			return "", nil
+		}
+		return "", err
+	}
+	return latestJob(strings.Fields(out)), nil
+}
+
+// latestJob returns the highest plain job id of a list ("" when none).
+func latestJob(ids []string) string {
+	best, bestN := "", int64(-1)
+	for _, id := range ids {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err == nil && n > bestN {
+			best, bestN = id, n
+		}
+	}
+	return best
 }
 
 func decodeRef(raw engines.Ref) (ref, error) {
@@ -472,11 +527,19 @@ func (e *Engine) state(r ref, in info, ph engines.Phase) engines.State {
 	// idle), and Done when its script then exited non-zero (bench
 	// exec-trial exits 0 whenever it writes an outcome, a wrapper may
 	// not). Before Slurm's end, Ended is when the outcome was written.
+	// Only a SUCCEEDED outcome is trusted before Slurm's final state:
+	// Slurm signals a job at its time limit (TIMEOUT), on scancel
+	// (CANCELLED) and on preemption (PREEMPTED), and only Slurm knows which
+	// it was (Runner.result). The signal may reach the trial's processes
+	// before bench exec-trial, whose outcome then says the script failed
+	// (exit 143) without naming a signal.
 	if (!ph.Final() || in.state == "FAILED") && r.Outcome != "" {
-		if fi, err := os.Stat(r.Outcome); err == nil {
+		if b, err := os.ReadFile(r.Outcome); err == nil && trusted(b) {
 			st.Phase = engines.Done
 			if st.Ended.IsZero() {
-				st.Ended = fi.ModTime()
+				if fi, err := os.Stat(r.Outcome); err == nil {
+					st.Ended = fi.ModTime()
+				}
 			}
 		}
 	}
@@ -491,6 +554,16 @@ func (e *Engine) state(r ref, in info, ph engines.Phase) engines.State {
 		st.Reason = reason
 	}
 	return st
+}
+
+// trusted reports whether an outcome file may be taken for the job's end
+// before Slurm ends the job: a SUCCEEDED outcome no signal stopped.
+func trusted(b []byte) bool {
+	if engines.Interrupted(b) != "" {
+		return false
+	}
+	out, err := engines.DecodeOutcome(b)
+	return err == nil && out.Status == trial.SUCCEEDED
 }
 
 // forget stops following a job that ended.

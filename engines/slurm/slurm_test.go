@@ -30,6 +30,15 @@ const fakeBench = `#!/bin/sh
 req=$3 out=$5
 field() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$req"; }
 echo "fake bench: job $SLURM_JOB_ID started $(date +%s.%N) in $(pwd)"
+if [ "$(field mode)" = interrupted ]; then
+	# What bench exec-trial writes when a signal stopped the trial, then
+	# a far side still finishing (a job in COMPLETING).
+	printf '{"status":"CANCELED","failure_reason":"run cancelled","signal":"SIGTERM"}' > "$out.tmp" && mv "$out.tmp" "$out"
+elif [ "$(field mode)" = failed-outcome ]; then
+	# The signal reached the trial's script first: a FAILED outcome that
+	# names no signal.
+	printf '{"status":"FAILED","failure_reason":"run.sh exited with code 143"}' > "$out.tmp" && mv "$out.tmp" "$out"
+fi
 sleep "$(field sleep)"
 case "$(field mode)" in
 fail) echo "failing on purpose" >&2; exit 3 ;;
@@ -128,7 +137,10 @@ func TestSlurmSubmitPollFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	kv := fields(show)
-	for k, want := range map[string]string{"JobName": "bench-T-1", "TimeLimit": "00:10:00", "MinMemoryNode": "100M",
+	if name := kv["JobName"]; !strings.HasPrefix(name, "bench-T-1.0.") {
+		t.Errorf("scontrol show job: JobName=%q, want bench-T-1.0.<hash> (name, attempt, hash)", name)
+	}
+	for k, want := range map[string]string{"TimeLimit": "00:10:00", "MinMemoryNode": "100M",
 		"NumCPUs": "2", "Comment": "from-bench", "Nice": "5", "WorkDir": e.dir, "StdOut": r.Log} {
 		if kv[k] != want {
 			t.Errorf("scontrol show job: %s=%q, want %q", k, kv[k], want)
@@ -460,5 +472,93 @@ func TestSlurmExampleConfig(t *testing.T) {
 	}
 	if cfg.TimeLimit != "0:30:00" || cfg.MaxJobs != 16 {
 		t.Errorf("config %+v", cfg)
+	}
+}
+
+// TestSlurmInterruptedOutcomeWaitsForSlurm: an outcome file that says a
+// signal stopped the run is not taken for the job's end while Slurm still
+// runs the job: the engine waits for Slurm's final state (here CANCELLED
+// by scancel: Failed), which tells a time limit, a cancel and a person's
+// interruption apart (issue 22, bugs 1 and 2).
+func TestSlurmInterruptedOutcomeWaitsForSlurm(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"interrupted", "failed-outcome"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			untrustedOutcome(t, mode)
+		})
+	}
+}
+
+// untrustedOutcome: a job whose outcome file is not a success keeps
+// running for the engine until Slurm ends it.
+func untrustedOutcome(t *testing.T, mode string) {
+	e := newTestEngine(t, nil)
+	job := submit(t, e, 1, "600", mode)
+	var r ref
+	_ = json.Unmarshal(job, &r)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(r.Outcome); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job wrote no outcome")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st, err := e.Poll(context.Background(), job)
+	if err != nil || st.Phase != engines.Running {
+		t.Fatalf("state %+v, %v: want running (Slurm has not ended the job)", st, err)
+	}
+	if err := e.Cancel(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = waitFor(t, e, job, 60*time.Second, final)
+	if st.Phase != engines.Failed || !strings.Contains(st.Reason, "CANCELLED") {
+		t.Fatalf("state %+v: want failed, CANCELLED", st)
+	}
+}
+
+// TestSlurmSubmitFindsEarlierSubmission: submitting the same attempt of the
+// same trial again (a restarted bench that never recorded the first
+// submission) returns the job Slurm already has; another attempt, or the
+// same trial id with other values (an earlier experiment of the same id),
+// is a new job.
+func TestSlurmSubmitFindsEarlierSubmission(t *testing.T) {
+	t.Parallel()
+	e := newTestEngine(t, nil)
+	id := func(raw engines.Ref) string {
+		var r ref
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.JobID
+	}
+	job := engines.Job{Name: engines.JobName("T", 1), Request: request(1, "30", ""), Slot: 1}
+	first, err := e.Submit(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Cancel(context.Background(), first) })
+	again, err := e.Submit(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id(again) != id(first) {
+		t.Errorf("second submission of the same attempt: job %s, want the first one's %s", id(again), id(first))
+	}
+	for name, other := range map[string]engines.Job{
+		"next attempt": {Name: job.Name, Request: job.Request, Slot: 1, Attempt: 1},
+		"other values": {Name: job.Name, Request: request(1, "31", ""), Slot: 1},
+	} {
+		r, err := e.Submit(context.Background(), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Cancel(context.Background(), r) })
+		if id(r) == id(first) {
+			t.Errorf("%s: got the first job %s, want a new one", name, id(r))
+		}
 	}
 }

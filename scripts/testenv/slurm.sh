@@ -29,10 +29,24 @@
 # `up` with a Slurm already running from this script's config only checks it
 # (restarting slurmctld and slurmd when the config changed) and prints the
 # exports; a cluster configured by someone else is used as it is (its
-# default partition) when it answers, never reconfigured. Each `up DIR` is
-# recorded, and `down DIR` stops the daemons only when it was the last user
-# and they were started by this script. An existing /etc/slurm/slurm.conf
-# that this script did not write is never replaced.
+# default partition) when it answers, never reconfigured. An existing
+# /etc/slurm/slurm.conf that this script did not write is never replaced.
+#
+# Two test runs on one machine share the cluster without breaking each
+# other:
+#  - each `up DIR` is recorded (a run whose DIR is gone has ended);
+#  - `up` checks what it reuses: slurmctld answers (scontrol ping), the
+#    node is idle, and with accounting slurmdbd answers (sacctmgr); a dead
+#    or unanswering daemon that this script started is started again, and
+#    BENCH_TEST_SLURM_ACCOUNTING is 1 only when sacct really works;
+#  - while another run uses the cluster, `up` never rewrites the config or
+#    restarts a healthy daemon under it;
+#  - each daemon this script starts is owned by the DIR whose `up` started
+#    it ($run/NAME.owner). `down DIR` stops only the daemons DIR owns, and
+#    only when no other run uses them; while one does, it hands them over
+#    to that run (said on stderr), whose `down` stops them. A reusing run's
+#    `down` stops nothing of another run's. Daemons whose owner has ended
+#    without `down` are stopped by the last run's `down`.
 #
 # Everything except the export lines goes to stderr.
 set -euo pipefail
@@ -54,12 +68,56 @@ dirkey=$(printf '%s' "$(cd "$dir" 2>/dev/null && pwd -P || echo "$dir")" | md5su
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
 
+# own NAME: this DIR started daemon NAME.
+own() { echo "$dirkey" >"$run/$1.owner"; }
+
+# other_users prints the keys of the other runs using the cluster (their
+# DIR still exists); records of ended runs are removed.
+other_users() {
+  local f
+  for f in "$users"/*; do
+    [ -f "$f" ] || continue
+    [ "$(basename "$f")" = "$dirkey" ] && continue
+    if [ -d "$(cat "$f")" ]; then
+      basename "$f"
+    else
+      rm -f "$f" # its DIR is gone: a run that ended without down
+    fi
+  done
+}
+
+# accounting_works: slurmdbd answers sacctmgr.
+accounting_works() {
+  timeout 15 sacctmgr -n -P show cluster format=cluster >/dev/null 2>&1
+}
+
+# heal_accounting: with accounting configured, a slurmdbd that this script
+# started and that does not answer sacctmgr is started again (it is of no
+# use to anyone as it is); print_exports then says whether sacct works.
+heal_accounting() {
+  grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$conf" 2>/dev/null || return 0
+  accounting_works && return 0
+  [ -f "$run/slurmdbd.pid" ] || return 0
+  log "slurmdbd does not answer sacctmgr; starting it again"
+  stop_pid slurmdbd "$run/slurmdbd.pid"
+  /usr/sbin/slurmdbd >&2 || { log "slurmdbd did not start (see $state/log/slurmdbd.log)"; return 0; }
+  own slurmdbd
+  for _ in $(seq 1 100); do
+    accounting_works && return 0
+    sleep 0.2
+  done
+}
+
 print_exports() {
   local acct=0
   local cfg
   cfg=$(timeout 10 scontrol show config 2>/dev/null || true)
   if grep -q '^AccountingStorageType *= *accounting_storage/slurmdbd' <<<"$cfg"; then
-    acct=1
+    if accounting_works; then
+      acct=1
+    else
+      log "the cluster is configured with accounting but slurmdbd does not answer sacctmgr: BENCH_TEST_SLURM_ACCOUNTING=0"
+    fi
   fi
   cat <<EOF
 export BENCH_TEST_SLURM=1
@@ -122,6 +180,7 @@ start_accounting() {
       --pid-file="$run/mariadbd.pid" --log-error="$state/log/mariadb.log" --skip-name-resolve \
       --innodb-flush-log-at-trx-commit=0 --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900 \
       </dev/null >/dev/null 2>&1 &
+    own mariadbd
   fi
   port=$(cat "$db/port")
   local ok=0
@@ -157,6 +216,7 @@ CONF
   if ! alive "$run/slurmdbd.pid"; then
     rm -f "$run/slurmdbd.pid"
     /usr/sbin/slurmdbd >&2 || { log "slurmdbd did not start (see $state/log/slurmdbd.log)"; return 1; }
+    own slurmdbd
   fi
   # (sacctmgr cannot ask yet: slurm.conf names slurmdbd only afterwards.)
   for _ in $(seq 1 100); do
@@ -199,6 +259,7 @@ start_munge() {
   runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid >&2 ||
     die "munged did not start (see /var/log/munge/munged.log)"
   cp /run/munge/munged.pid "$run/munged.pid"
+  own munged
   for _ in $(seq 1 50); do
     if munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
       return 0
@@ -251,12 +312,13 @@ InactiveLimit=0
 NodeName=$host NodeAddr=127.0.0.1 CPUs=16 Boards=1 SocketsPerBoard=1 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=$mem State=UNKNOWN
 PartitionName=$partition Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-  mv "$conf.tmp" "$conf"
 }
 
 up() {
   install_slurm
   mkdir -p "$run" "$users"
+  local others
+  others=$(other_users)
   echo "$dir" >"$users/$dirkey"
 
   if [ -e "$conf" ] && ! head -n 1 "$conf" | grep -qF "$marker"; then
@@ -281,8 +343,17 @@ AccountingStoragePort=6819"
   local old
   old=$(cat "$conf" 2>/dev/null || true)
   write_conf "$acct"
-  if [ "$old" = "$(cat "$conf")" ] && node_ready "$partition"; then
+  if [ "$old" != "$(cat "$conf.tmp")" ] && [ -n "$old" ] && [ -n "$others" ] && node_ready "$partition"; then
+    # Another run's tests use this cluster: a new config would restart
+    # slurmctld under them. Use it as it is.
+    log "another test run uses this Slurm ($(echo $others | wc -w) more); keeping its config as it is"
+    rm -f "$conf.tmp"
+  else
+    mv "$conf.tmp" "$conf"
+  fi
+  if [ "$old" = "$(cat "$conf")" ] && node_ready "$partition" && timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; then
     log "Slurm already runs with partition $partition; using it"
+    heal_accounting
     print_exports "$partition"
     return 0
   fi
@@ -298,17 +369,20 @@ AccountingStoragePort=6819"
     rm -f "$run/slurmctld.pid"
     port_free 6817 || die "something other than this script's slurmctld listens on port 6817; stop it first"
     /usr/sbin/slurmctld >&2 || die "slurmctld did not start (see $state/log/slurmctld.log)"
+    own slurmctld
   fi
   if ! alive "$run/slurmd.pid"; then
     rm -f "$run/slurmd.pid"
     port_free 6818 || die "something other than this script's slurmd listens on port 6818; stop it first"
     /usr/sbin/slurmd >&2 || die "slurmd did not start (see $state/log/slurmd.log)"
+    own slurmd
   fi
   local host
   host=$(hostname -s)
   for i in $(seq 1 300); do
     if node_ready "$partition"; then
       log "Slurm is up: partition $partition, node $host with 16 CPUs (logs in $state/log)"
+      heal_accounting
       print_exports "$partition"
       return 0
     fi
@@ -339,26 +413,35 @@ stop_pid() {
   log "stopped $name (pid $pid)"
 }
 
+# owner_live NAME: daemon NAME's owner is a run still using the cluster.
+owner_live() {
+  local key
+  key=$(cat "$run/$1.owner" 2>/dev/null) || return 1
+  [ -f "$users/$key" ] && [ -d "$(cat "$users/$key")" ]
+}
+
 down() {
+  [ -d "$run" ] || return 0
   rm -f "$users/$dirkey"
-  local f other=0
-  for f in "$users"/*; do
-    [ -f "$f" ] || continue
-    if [ -d "$(cat "$f")" ]; then
-      other=1
-    else
-      rm -f "$f" # its DIR is gone: a run that ended without down
+  local others heir name
+  others=$(other_users)
+  heir=$(echo "$others" | head -n 1)
+  for name in slurmd slurmctld slurmdbd mariadbd munged; do
+    alive "$run/$name.pid" || { rm -f "$run/$name.pid" "$run/$name.owner"; continue; }
+    if [ "$(cat "$run/$name.owner" 2>/dev/null)" = "$dirkey" ]; then
+      if [ -n "$heir" ]; then
+        # Another run's tests still use it: hand it over, its down stops it.
+        echo "$heir" >"$run/$name.owner"
+        log "$name is still used by another test run ($(cat "$users/$heir")); leaving it running, that run's down stops it"
+        continue
+      fi
+    elif owner_live "$name" || [ -n "$others" ]; then
+      continue # another run's daemon: never stopped here
     fi
+    # Ours and nobody else's, or left by runs that ended without down.
+    stop_pid "$name" "$run/$name.pid"
+    rm -f "$run/$name.owner"
   done
-  if [ "$other" = 1 ]; then
-    log "Slurm is still used by another test run; leaving it running"
-    return 0
-  fi
-  stop_pid slurmd "$run/slurmd.pid"
-  stop_pid slurmctld "$run/slurmctld.pid"
-  stop_pid slurmdbd "$run/slurmdbd.pid"
-  stop_pid mariadbd "$run/mariadbd.pid"
-  stop_pid munged "$run/munged.pid"
 }
 
 case "$cmd" in
