@@ -376,12 +376,9 @@ func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, trial.Status
 		if err := tun.Assign(p.Values); err != nil {
 			return fmt.Errorf("earlier trial's configuration no longer fits the tunables (did the tunables change? use a new experiment id): %w", err)
 		}
-		status := p.Status
-		if status == trial.SUCCEEDED {
-			if _, err := b.Scores(status, p.Results); err != nil {
-				status = trial.FAILED
-			}
-		}
+		// A stored SUCCEEDED trial without the target metric counts as
+		// FAILED, as it would have been stored.
+		status := trial.Objectives(b.targets).Finalize(trial.Outcome{Status: p.Status, Results: p.Results}).Status
 		if err := register(tun, status, p.Results); err != nil {
 			return err
 		}

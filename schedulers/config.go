@@ -13,6 +13,7 @@ import (
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/decode"
 	internalregistry "github.com/benchtune/bench/internal/registry"
+	"github.com/benchtune/bench/trial"
 )
 
 // Class describes a scheduler class.
@@ -122,11 +123,30 @@ type Config struct {
 	PassivePrompt string
 }
 
-// Runner kinds (Config.Runner).
+// Runner kinds (Config.Runner, and RunnerKind).
 const (
 	RunnerLocal   = "local"
 	RunnerPassive = "passive"
+	// RunnerEngine is the kind of runners whose trials run as jobs of an
+	// execution engine (Config.Engine set); not a value of "runner".
+	RunnerEngine = "engine"
 )
+
+// RunnerKind is the one choice of what runs this config's trials:
+// RunnerPassive (runner "passive": a person), RunnerEngine (an engine
+// config: jobs whose far side is bench exec-trial), else RunnerLocal (the
+// environment in this process). The config check makes passive and engine
+// exclusive. Network workers (bench serve) are chosen by the workers that
+// connect, not by this config.
+func (c Config) RunnerKind() string {
+	switch {
+	case c.Runner == RunnerPassive:
+		return RunnerPassive
+	case c.Engine != nil:
+		return RunnerEngine
+	}
+	return RunnerLocal
+}
 
 // defaults are the config keys with their defaults; globals override the
 // keys present here (mlos_bench's rule: globals reach keys a config has).
@@ -372,4 +392,9 @@ func toDuration(v any) (time.Duration, error) {
 		return decode.ParseDuration(strings.TrimSpace(x))
 	}
 	return 0, fmt.Errorf("want seconds or a duration like \"90s\", got %v", configs.PyStr(v))
+}
+
+// budget is the config's trial budget (trial.Budget).
+func (c Config) budget() trial.Budget {
+	return trial.Budget{Repeats: c.TrialConfigRepeatCount, MaxTrials: c.MaxTrials}
 }

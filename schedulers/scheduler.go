@@ -27,7 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/benchtune/bench/optimizers"
@@ -169,27 +168,9 @@ func NewOwner() string {
 }
 
 // OwnerDead reports whether owner (a trial's Owner) names a process of
-// this host that no longer exists (a different host: false).
-func OwnerDead(owner string) bool { return ownerDead(owner) }
-
-// ownerDead reports whether owner names a process of this host that no
-// longer exists: its trials can be taken over without waiting for the
-// lease.
-func ownerDead(owner string) bool {
-	parts := strings.Split(owner, ":")
-	if len(parts) < 3 {
-		return false
-	}
-	host, _ := os.Hostname()
-	if strings.Join(parts[:len(parts)-2], ":") != host {
-		return false
-	}
-	pid, err := strconv.Atoi(parts[len(parts)-2])
-	if err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
+// this host that no longer exists (a different host: false); see
+// trial.OwnerDead.
+func OwnerDead(owner string) bool { return trial.OwnerDead(owner) }
 
 // Stats returns what the scheduler did so far.
 func (s *Scheduler) Stats() Stats { return s.stats }
@@ -449,7 +430,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	// Trials of processes of this host that died can be taken over now.
 	for _, t := range all {
-		if !t.Finished() && t.Owner != "" && t.Owner != s.o.Owner && ownerDead(t.Owner) {
+		if trial.TakeOver(t.Owner, s.o.Owner, t.Finished()) {
 			if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
 				return nil, err
 			}
@@ -740,11 +721,7 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 			return false, nil
 		}
 	}
-	k := (want + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
-	k += s.cfg.QueueAhead
-	if s.cfg.MaxTrials > 0 {
-		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
-	}
+	k := s.cfg.budget().Suggestions(want, s.cfg.QueueAhead, d.trialCount)
 	if k < 1 {
 		return false, nil
 	}
@@ -1043,21 +1020,13 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		}
 		j.slot = slot
 	}
-	globals := maps.Clone(s.o.Globals)
-	if globals == nil {
-		globals = map[string]any{}
+	var slotGlobals map[string]any
+	if j.slot != nil {
+		slotGlobals = j.slot.Globals()
 	}
-	for k, v := range t.Metadata {
-		if _, ok := globals[k]; !ok {
-			globals[k] = v
-		}
-	}
-	globals["experiment_id"] = s.cfg.ExperimentID
-	globals["trial_id"] = int64(t.ID)
-	globals["trial_runner_id"] = int64(runner.ID())
+	globals := trial.Globals(s.o.Globals, t.Metadata, slotGlobals, s.cfg.ExperimentID, t.ID, runner.ID())
 	spec := Spec{ExperimentID: s.cfg.ExperimentID, TrialID: t.ID, Params: t.Params, Globals: globals}
 	if j.slot != nil {
-		maps.Copy(globals, j.slot.Globals())
 		spec.ProcessEnv = j.slot.Env()
 		spec.Cores = j.slot.Cores
 	}
@@ -1116,7 +1085,10 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		d.results <- done{j: j, interrupted: true}
 		return
 	}
-	if !out.Status.IsCompleted() {
+	if final, err := trial.RunEnd(out.Status); err != nil {
+		out = trial.Outcome{Status: trial.FAILED, Ts: out.Ts, Telemetry: out.Telemetry, Output: out.Output,
+			FailureReason: fmt.Sprintf("runner %d returned a trial outcome with %v", j.runner.ID(), err)}
+	} else if !final {
 		// The run ended READY (or PENDING, RUNNING): as mlos_bench does, the
 		// trial keeps that status, unfinished, without results, and the
 		// optimizer never sees it; a resume runs it again.
@@ -1124,28 +1096,16 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		d.results <- done{j: j, out: out, unfinished: true, storeErr: err}
 		return
 	}
-	if out.Status == trial.SUCCEEDED {
-		if _, err := s.targets.Scores(out.Status, out.Results); err != nil {
-			out.Status = trial.FAILED
-			out.FailureReason = err.Error()
-			out.Results = nil
-		}
-	}
+	out = s.targets.Finalize(out)
 	err := s.exp.Finish(context.WithoutCancel(ctx), j.t.ID, out)
 	if errors.Is(err, storage.ErrFinished) && (j.t.Job != nil || j.attached.Load()) {
 		// The job's far side stored the outcome itself (shared storage):
 		// that is the trial's outcome.
 		if stored, lerr := s.exp.Trial(context.WithoutCancel(ctx), j.t.ID); lerr == nil {
-			out, err = storedOutcome(stored), nil
+			out, err = stored.Outcome(), nil
 		}
 	}
 	d.results <- done{j: j, out: out, storeErr: err}
-}
-
-// storedOutcome is the outcome a trial has in storage.
-func storedOutcome(t storage.TrialDetail) trial.Outcome {
-	return trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results),
-		Telemetry: t.Telemetry, Output: t.Output, FailureReason: t.FailureReason}
 }
 
 // finished handles a trial's end in the dispatcher.
@@ -1411,10 +1371,7 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 	if c, err := d.countTrials(ctx); err == nil {
 		d.trialCount = c
 	}
-	k := (need + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
-	if s.cfg.MaxTrials > 0 {
-		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
-	}
+	k := s.cfg.budget().Suggestions(need, 0, d.trialCount)
 	if k < 1 || !d.notDone() {
 		return nil
 	}
@@ -1537,7 +1494,7 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 		if !t.Finished() {
 			if t.Owner != "" && t.Owner != s.o.Owner {
 				others = true
-				if ownerDead(t.Owner) {
+				if trial.TakeOver(t.Owner, s.o.Owner, false) {
 					// A process of this host died: take its trials over now.
 					if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
 						return err
@@ -1552,7 +1509,7 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 		if _, mine := d.running[t.ID]; mine {
 			continue
 		}
-		out := trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results), FailureReason: t.FailureReason}
+		out := t.Outcome()
 		if t.Status.IsFailed() && retriedLater(last, t) {
 			d.observed[t.ID] = true
 			continue
