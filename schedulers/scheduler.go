@@ -110,6 +110,8 @@ type Options struct {
 	// requests and hung trials and polls other processes' trials
 	// (default 200ms).
 	Tick time.Duration
+	// onBeat is called after each lease renewal (tests).
+	onBeat func()
 }
 
 // Scheduler runs an experiment's trials on its runners.
@@ -334,8 +336,8 @@ type dispatch struct {
 	// others reports trials owned by other processes: the dispatcher then
 	// polls storage for their outcomes.
 	others     bool
-	lastBeat   time.Time
 	lastStop   time.Time
+	beat       *heartbeat // renews the leases (nil outside loop)
 	lastClaim  time.Time
 	lastCount  time.Time // countTrials' last scan
 	lastPoll   time.Time // pollOthers' last scan
@@ -523,8 +525,12 @@ func (d *dispatch) loop(ctx context.Context) error {
 	s := d.s
 	tick := time.NewTicker(s.o.Tick)
 	defer tick.Stop()
-	d.lastBeat = time.Now()
+	// Leases are renewed off this goroutine: Suggest may take longer
+	// than a lease.
+	d.beat = s.startHeartbeat(ctx)
+	defer d.beat.stop()
 	for {
+		d.beat.busy.Store(len(d.running) > 0 || len(d.queue) > 0)
 		if ctx.Err() == nil && d.stopErr == nil {
 			if err := d.fill(ctx); err != nil {
 				d.stopErr = err
@@ -1046,6 +1052,9 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	jctx, cancel := context.WithCancelCause(ctx)
 	j.cancel = cancel
 	d.running[t.ID] = j
+	if d.beat != nil {
+		d.beat.busy.Store(true) // before anything else runs here (Suggest)
+	}
 	s.stats.Run++
 	s.logExecute(t)
 	if s.o.Observer != nil {
@@ -1309,17 +1318,6 @@ func (d *dispatch) tick(ctx context.Context) error {
 					idle.Round(time.Second), s.cfg.IdleTimeout, services.ErrTimeout))
 			}
 		}
-	}
-	if now.Sub(d.lastBeat) >= s.cfg.Lease/3 && (len(d.running) > 0 || len(d.queue) > 0 || s.o.Worker) {
-		if _, err := s.exp.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("renewing the lease on running trials", "err", err)
-		}
-		if s.o.Worker {
-			if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil && ctx.Err() == nil {
-				s.log.Warn("renewing this worker's registration", "err", err)
-			}
-		}
-		d.lastBeat = now
 	}
 	if now.Sub(d.lastStop) >= time.Second || s.o.Tick >= time.Second {
 		d.lastStop = now
