@@ -341,6 +341,9 @@ type dispatch struct {
 	lastClaim  time.Time
 	lastCount  time.Time // countTrials' last scan
 	lastPoll   time.Time // pollOthers' last scan
+	// feedSeq is the storage change feed's number this process has read
+	// up to (pollOthers reads the trials changed since).
+	feedSeq int64
 	stopErr    error
 	noMore     bool // the optimizer has nothing more to suggest
 	retryCount map[int]int
@@ -356,10 +359,11 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
 		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{}}
 	d.idle = append(d.idle, s.runners...)
-	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
+	all, seq, err := s.exp.Changes(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
+	d.feedSeq = seq
 	suggestions := 0
 	last := lastAttempts(all)
 	var priors []optimizers.Prior
@@ -1479,26 +1483,36 @@ func (d *dispatch) queued(id int) bool {
 	return false
 }
 
-// pollOthers observes the outcomes of trials other processes finished.
+// pollOthers observes the outcomes of trials other processes finished:
+// those the storage's change feed says changed since the last poll (no
+// scan of every trial), and the unfinished ones (whose owners may have
+// died).
 func (d *dispatch) pollOthers(ctx context.Context) error {
 	s := d.s
-	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
+	changed, seq, err := s.exp.Changes(ctx, d.feedSeq)
 	if err != nil {
 		return err
 	}
-	last := lastAttempts(all)
+	d.feedSeq = seq
+	pending, err := s.exp.PendingTrials(ctx)
+	if err != nil {
+		return err
+	}
 	others := false
-	for _, t := range all {
-		if !t.Finished() {
-			if t.Owner != "" && t.Owner != s.o.Owner {
-				others = true
-				if trial.TakeOver(t.Owner, s.o.Owner, false) {
-					// A process of this host died: take its trials over now.
-					if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
-						return err
-					}
+	for _, t := range pending {
+		if t.Owner != "" && t.Owner != s.o.Owner {
+			others = true
+			if trial.TakeOver(t.Owner, s.o.Owner, false) {
+				// A process of this host died: take its trials over now.
+				if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
+					return err
 				}
 			}
+		}
+	}
+	last := lastAttempts(append(changed, pending...))
+	for _, t := range changed {
+		if !t.Finished() {
 			continue
 		}
 		if d.observed[t.ID] {

@@ -103,6 +103,9 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 	var out []storage.Trial
 	err = e.s.write(ctx, func(r runner) error {
 		out = nil
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
 		var ids []any
 		scanID := func(rows *dbsql.Rows) error {
 			var id int
@@ -136,6 +139,9 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 		}
 		if len(ids) == 0 {
 			return nil
+		}
+		if err := e.touch(ctx, r, "trial_id IN ("+placeholders(len(ids))+")", ids...); err != nil {
+			return err
 		}
 		out, err = e.loadTrials(ctx, r, "t.trial_id IN ("+placeholders(len(ids))+")", ids, 0)
 		return err
@@ -177,11 +183,28 @@ func (e *experiment) Release(ctx context.Context) error {
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
+		var ids []any
+		if err := r.each(ctx, func(rows *dbsql.Rows) error {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		}, `SELECT trial_id FROM trial WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`, e.info.ID, e.owner); err != nil {
+			return fmt.Errorf("storage: release the trials of %q on %q: %w", e.owner, e.info.ID, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
 		if _, err := r.exec(ctx, `UPDATE trial SET owner = NULL, lease_until = NULL WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`,
 			e.info.ID, e.owner); err != nil {
 			return fmt.Errorf("storage: release the trials of %q on %q: %w", e.owner, e.info.ID, err)
 		}
-		return nil
+		return e.touch(ctx, r, "trial_id IN ("+placeholders(len(ids))+")", ids...)
 	})
 }
 
@@ -206,6 +229,9 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return nil
 		}
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
 		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
 			now, e.info.ID, trialID)
 		if err != nil {
@@ -217,7 +243,7 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return e.unchanged(ctx, r, trialID, false)
 		}
-		return nil
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 

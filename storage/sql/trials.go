@@ -20,7 +20,10 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 	if err != nil {
 		return storage.Trial{}, err
 	}
-	if err := e.s.write(ctx, func(r runner) error { return e.insertTrial(ctx, r, nt) }); err != nil {
+	err = e.s.write(ctx, func(r runner) error {
+		return e.insertTrial(ctx, r, nt)
+	})
+	if err != nil {
 		return storage.Trial{}, err
 	}
 	return *nt, nil
@@ -38,7 +41,13 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
 		if err := e.finishTrial(ctx, r, fin); err != nil {
+			return err
+		}
+		if err := e.touchTrial(ctx, r, fin.trialID); err != nil {
 			return err
 		}
 		return e.insertTrial(ctx, r, nt)
@@ -106,6 +115,11 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 
 // insertTrial stores a planned trial, setting its id and config id.
 func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial) error {
+	// The change feed's number first (see bump); the trial is inserted
+	// with it.
+	if err := e.bump(ctx, r); err != nil {
+		return err
+	}
 	// Lock the experiment: trial ids are allocated one writer at a time.
 	var exp string
 	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
@@ -147,12 +161,12 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	}
 	ts := tr.TsStart
 	q := `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial}
+		owner, lease, retry, reusedExp, reusedTrial, e.info.ID}
 	if e.s.layout.noTrialRunner {
 		q = `INSERT INTO trial (exp_id, trial_id, config_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
 		args = slices.Delete(args, 3, 4)
 	}
 	if _, err := r.exec(ctx, q, args...); err != nil {
@@ -319,6 +333,9 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
 		q, args := `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
 			append([]any{runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
@@ -335,7 +352,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return nil
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 
@@ -345,6 +362,9 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
 		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
 			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
@@ -356,7 +376,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return nil
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 
@@ -371,6 +391,9 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
 		q := `UPDATE trial SET status = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
 		args := []any{status.String(), e.info.ID, trialID}
 		if status == trial.RUNNING {
@@ -388,7 +411,10 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.addHistory(ctx, r, trialID, ts, status)
+		if err := e.addHistory(ctx, r, trialID, ts, status); err != nil {
+			return err
+		}
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 
@@ -399,7 +425,15 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 	if err != nil {
 		return err
 	}
-	return e.s.write(ctx, func(r runner) error { return e.finishTrial(ctx, r, fin) })
+	return e.s.write(ctx, func(r runner) error {
+		if err := e.bump(ctx, r); err != nil {
+			return err
+		}
+		if err := e.finishTrial(ctx, r, fin); err != nil {
+			return err
+		}
+		return e.touchTrial(ctx, r, trialID)
+	})
 }
 
 // finish is a checked TrialOutcome, converted to rows.

@@ -1,0 +1,92 @@
+package sql
+
+import (
+	"context"
+	dbsql "database/sql"
+	"fmt"
+
+	"github.com/benchtune/bench/storage"
+)
+
+// touch gives the trials of the experiment that where selects (on table
+// trial, with args) the experiment's current change number (the change
+// feed, schema version 5). The transaction must have taken its number
+// with bump first.
+func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
+	if _, err := r.exec(ctx, `UPDATE trial SET bench_seq = `+feedSeq+` WHERE exp_id = ? AND `+where,
+		append([]any{e.info.ID, e.info.ID}, args...)...); err != nil {
+		return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
+	}
+	return nil
+}
+
+// feedSeq is the experiment's current change number, in SQL (one
+// argument: the experiment id).
+const feedSeq = `(SELECT seq FROM bench_feed WHERE exp_id = ?)`
+
+// bump takes the experiment's next change number, locking its bench_feed
+// row until the commit. Every transaction that changes trials calls it
+// FIRST, before it locks anything else: the row is then a lock that all
+// such writers of an experiment take in the same order (no deadlock), and
+// numbers become visible in order (a reader never sees a number before a
+// smaller one is committed).
+func (e *experiment) bump(ctx context.Context, r runner) error {
+	res, err := r.exec(ctx, `UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ?`, e.info.ID)
+	if err != nil {
+		return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return err
+	} else if !ok {
+		// The experiment's first change (or one created by mlos_bench):
+		// its row, once whoever writes at the same time, then the number.
+		if _, err := r.exec(ctx, `INSERT INTO bench_feed (exp_id, seq) VALUES (?, 0)`+e.s.dialect.ignoreDup("exp_id"), e.info.ID); err != nil {
+			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
+		}
+		if _, err := r.exec(ctx, `UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ?`, e.info.ID); err != nil {
+			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
+		}
+	}
+	return nil
+}
+
+// touchTrial is touch for one trial.
+func (e *experiment) touchTrial(ctx context.Context, r runner, trialID int) error {
+	return e.touch(ctx, r, "trial_id = ?", trialID)
+}
+
+// Changes returns the trials bench changed after change number since, by
+// id, and the number to ask from next time. since 0 returns every trial
+// (those mlos_bench wrote included).
+func (e *experiment) Changes(ctx context.Context, since int64) ([]storage.Trial, int64, error) {
+	if since < 0 {
+		return nil, 0, fmt.Errorf("%w: change number %d", storage.ErrInvalid, since)
+	}
+	var out []storage.Trial
+	next := since
+	err := e.s.read(ctx, func(r runner) error {
+		// The number first: a change committed after it is read again
+		// next time rather than missed.
+		var seq dbsql.NullInt64
+		err := r.queryRow(ctx, `SELECT seq FROM bench_feed WHERE exp_id = ?`, e.info.ID).Scan(&seq)
+		if err != nil && err != dbsql.ErrNoRows {
+			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
+		}
+		if seq.Valid {
+			next = max(seq.Int64, since)
+		}
+		if since == 0 {
+			out, err = e.loadTrials(ctx, r, "1 = 1", nil, 0)
+			return err
+		}
+		if next == since {
+			return nil // nothing changed: no scan
+		}
+		out, err = e.loadTrials(ctx, r, "t.bench_seq > ? AND t.bench_seq <= ?", []any{since, next}, 0)
+		return err
+	})
+	if err != nil {
+		return nil, since, err
+	}
+	return out, next, nil
+}
