@@ -337,13 +337,9 @@ type dispatch struct {
 	// polls storage for their outcomes.
 	others     bool
 	lastStop   time.Time
-	beat       *heartbeat // renews the leases (nil outside loop)
 	lastClaim  time.Time
 	lastCount  time.Time // countTrials' last scan
 	lastPoll   time.Time // pollOthers' last scan
-	// feedSeq is the storage change feed's number this process has read
-	// up to (pollOthers reads the trials changed since).
-	feedSeq int64
 	stopErr    error
 	noMore     bool // the optimizer has nothing more to suggest
 	retryCount map[int]int
@@ -353,6 +349,11 @@ type dispatch struct {
 	// keys holds "config hash|repeat" of every trial of the experiment this
 	// process knows of (dedup asks storage only about these).
 	keys map[string]bool
+	// beat renews the leases (nil outside loop).
+	beat *heartbeat
+	// feedSeq is the storage change feed's number this process has read
+	// up to (pollOthers reads the trials changed since).
+	feedSeq int64
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
