@@ -103,9 +103,6 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 	var out []storage.Trial
 	err = e.s.write(ctx, func(r runner) error {
 		out = nil
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		var ids []any
 		scanID := func(rows *dbsql.Rows) error {
 			var id int
@@ -183,9 +180,6 @@ func (e *experiment) Release(ctx context.Context) error {
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		var ids []any
 		if err := r.each(ctx, func(rows *dbsql.Rows) error {
 			var id int
@@ -228,9 +222,6 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 				return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 			}
 			return nil
-		}
-		if err := e.bump(ctx, r); err != nil {
-			return err
 		}
 		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
 			now, e.info.ID, trialID)

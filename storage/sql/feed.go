@@ -9,10 +9,14 @@ import (
 )
 
 // touch gives the trials of the experiment that where selects (on table
-// trial, with args) the experiment's current change number (the change
-// feed, schema version 5). The transaction must have taken its number
-// with bump first.
+// trial, with args) the experiment's next change number (the change feed,
+// schema version 5). It is the last statement of the transaction that
+// changed them, so that bench_feed's row, locked by bump until the commit,
+// is held only while the transaction commits.
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
+	if err := e.bump(ctx, r); err != nil {
+		return err
+	}
 	if _, err := r.exec(ctx, `UPDATE trial SET bench_seq = `+feedSeq+` WHERE exp_id = ? AND `+where,
 		append([]any{e.info.ID, e.info.ID}, args...)...); err != nil {
 		return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
@@ -25,11 +29,13 @@ func (e *experiment) touch(ctx context.Context, r runner, where string, args ...
 const feedSeq = `(SELECT seq FROM bench_feed WHERE exp_id = ?)`
 
 // bump takes the experiment's next change number, locking its bench_feed
-// row until the commit. Every transaction that changes trials calls it
-// FIRST, before it locks anything else: the row is then a lock that all
-// such writers of an experiment take in the same order (no deadlock), and
-// numbers become visible in order (a reader never sees a number before a
-// smaller one is committed).
+// row until the commit, so that numbers become visible in order (a reader
+// never sees a number before a smaller one is committed). Locks are taken
+// in one order: trials' rows, then the experiment's row (insertTrial),
+// then bench_feed's; nothing is locked after it but the transaction's own
+// rows (on PostgreSQL the experiment's row is locked FOR NO KEY UPDATE, so
+// that the foreign-key check of an update after bump, which takes it FOR
+// KEY SHARE, never waits for it).
 func (e *experiment) bump(ctx context.Context, r runner) error {
 	res, err := r.exec(ctx, `UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ?`, e.info.ID)
 	if err != nil {

@@ -105,17 +105,51 @@ func TestChangesConcurrentWriters(t *testing.T) {
 		ctx := context.Background()
 		s := open(t, b.fresh(t))
 		exp := newExperiment(t, s, "feed")
+		// Writers of every kind at once: queue and finish, queue for
+		// others, claim + start + finish, finish and queue the next.
 		const writers, each = 4, 10
 		var wg sync.WaitGroup
-		errs := make(chan error, writers)
+		errs := make(chan error, 2*writers)
 		for w := range writers {
-			wg.Add(1)
+			wg.Add(2)
 			go func() {
 				defer wg.Done()
 				for i := range each {
-					tr, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": fmt.Sprint(w*100 + i)}})
-					if err == nil {
-						err = exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.FAILED, FailureReason: "x"})
+					var err error
+					switch {
+					case w == 0:
+						var tr storage.Trial
+						own := exp.WithOwner(fmt.Sprintf("h:%d:w", w), time.Minute)
+						if tr, err = own.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": fmt.Sprint(w*100 + i)}, Running: true}); err == nil {
+							err = own.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.FAILED, FailureReason: "x"})
+						}
+					case w == 1:
+						var tr storage.Trial
+						own := exp.WithOwner(fmt.Sprintf("h:%d:q", w), time.Minute)
+						if tr, err = own.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": fmt.Sprint(w*100 + i)}, Running: true}); err == nil {
+							_, err = own.FinishAndQueue(ctx, tr.ID, storage.TrialOutcome{Status: trial.FAILED, FailureReason: "x"},
+								storage.TrialSpec{Params: map[string]string{"x": fmt.Sprint(w*100 + i + 50)}})
+						}
+					default:
+						_, err = exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": fmt.Sprint(w*100 + i)}})
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+			go func() {
+				// A claimer per writer: claims queued trials, starts and
+				// finishes them.
+				defer wg.Done()
+				own := exp.WithOwner(fmt.Sprintf("h:%d:c", w), time.Minute)
+				for range 3 * each {
+					got, err := own.Claim(ctx, 1)
+					if err == nil && len(got) == 1 {
+						if err = own.UpdateStatus(ctx, got[0].ID, trial.RUNNING, time.Time{}); err == nil {
+							err = own.Finish(ctx, got[0].ID, storage.TrialOutcome{Status: trial.FAILED, FailureReason: "x"})
+						}
 					}
 					if err != nil {
 						errs <- err
@@ -151,12 +185,17 @@ func TestChangesConcurrentWriters(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		if len(seen) != writers*each {
-			t.Fatalf("saw %d trials, want %d", len(seen), writers*each)
+		// Every trial as storage has it now, seen with its last state.
+		all, err := exp.Trials(ctx, storage.TrialFilter{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		for id, st := range seen {
-			if st != trial.FAILED {
-				t.Errorf("trial %d last seen %s, want FAILED", id, st)
+		if len(seen) != len(all) || len(all) < writers*each {
+			t.Fatalf("saw %d trials, storage has %d (want at least %d)", len(seen), len(all), writers*each)
+		}
+		for _, tr := range all {
+			if seen[tr.ID] != tr.Status {
+				t.Errorf("trial %d last seen %s, stored %s", tr.ID, seen[tr.ID], tr.Status)
 			}
 		}
 	})

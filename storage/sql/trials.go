@@ -41,16 +41,14 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		if err := e.finishTrial(ctx, r, fin); err != nil {
 			return err
 		}
-		if err := e.touchTrial(ctx, r, fin.trialID); err != nil {
+		// The experiment's lock (insertTrial) before the feed's (touch).
+		if err := e.insertTrial(ctx, r, nt); err != nil {
 			return err
 		}
-		return e.insertTrial(ctx, r, nt)
+		return e.touchTrial(ctx, r, fin.trialID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -115,11 +113,6 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 
 // insertTrial stores a planned trial, setting its id and config id.
 func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial) error {
-	// The change feed's number first (see bump); the trial is inserted
-	// with it.
-	if err := e.bump(ctx, r); err != nil {
-		return err
-	}
 	// Lock the experiment: trial ids are allocated one writer at a time.
 	var exp string
 	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
@@ -160,6 +153,11 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
 	ts := tr.TsStart
+	// The trial is inserted with the experiment's next change number
+	// (the change feed), taken after the experiment's lock (see bump).
+	if err := e.bump(ctx, r); err != nil {
+		return err
+	}
 	q := `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
@@ -333,9 +331,6 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		q, args := `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
 			append([]any{runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
@@ -362,9 +357,6 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
 			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
@@ -391,9 +383,6 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		q := `UPDATE trial SET status = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
 		args := []any{status.String(), e.info.ID, trialID}
 		if status == trial.RUNNING {
@@ -426,9 +415,6 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		if err := e.bump(ctx, r); err != nil {
-			return err
-		}
 		if err := e.finishTrial(ctx, r, fin); err != nil {
 			return err
 		}
