@@ -55,8 +55,8 @@ func Interrupted(b []byte) string {
 	return w.Signal
 }
 
-// DecodeOutcome reads an outcome file. Its status must be final, or READY,
-// PENDING or RUNNING: a run that ended without a final status, which the
+// DecodeOutcome reads an outcome file. Its status must be one a run may
+// end with (trial.RunEnd): final, or READY, PENDING or RUNNING, which the
 // scheduler stores as it is (as mlos_bench does).
 func DecodeOutcome(b []byte) (trial.Outcome, error) {
 	var w wireOutcome
@@ -67,8 +67,8 @@ func DecodeOutcome(b []byte) (trial.Outcome, error) {
 	if err != nil {
 		return trial.Outcome{}, fmt.Errorf("outcome file: %w", err)
 	}
-	if !st.IsCompleted() && st != trial.READY && st != trial.PENDING && st != trial.RUNNING {
-		return trial.Outcome{}, fmt.Errorf("outcome file: status %s is not final", st)
+	if _, err := trial.RunEnd(st); err != nil {
+		return trial.Outcome{}, fmt.Errorf("outcome file: %w", err)
 	}
 	return trial.Outcome{Status: st, Ts: w.Ts, Results: w.Results, Telemetry: w.Telemetry,
 		Output: w.Output, FailureReason: w.FailureReason}, nil

@@ -11,7 +11,6 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/schedulers"
-	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -313,17 +312,14 @@ func (r *Runner) result(ctx context.Context, ref Ref, st State) trial.Outcome {
 // stopping: no cause of its own), the job is left running for the next
 // bench to re-attach to; stopped on request or as hung, it is cancelled.
 func (r *Runner) stopped(ctx context.Context, ref Ref, step string) trial.Outcome {
-	cause := context.Cause(ctx)
-	if cause == nil || cause == context.Canceled || cause == context.DeadlineExceeded {
-		return trial.Outcome{Status: trial.CANCELED, FailureReason: step + " " + errInterrupted.Error() + "; the job is left running"}
+	st, reason, interrupted := trial.StopCause(ctx)
+	if interrupted {
+		return trial.Outcome{Status: st, FailureReason: step + " " + errInterrupted.Error() + "; the job is left running"}
 	}
 	if ref != nil {
 		r.cancel(ctx, ref)
 	}
-	if errors.Is(cause, services.ErrTimeout) {
-		return trial.Outcome{Status: trial.TIMED_OUT, FailureReason: cause.Error()}
-	}
-	return trial.Outcome{Status: trial.CANCELED, FailureReason: cause.Error()}
+	return trial.Outcome{Status: st, FailureReason: reason}
 }
 
 // cancel cancels a job, whatever ctx's state, for at most 30 s.

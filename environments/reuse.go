@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/benchtune/bench/internal/decode"
 )
 
 // Reuse of setup work (bench only, opt-in). An environment whose config
@@ -53,17 +55,12 @@ type setupMemo struct {
 	reused bool              // the current trial's setup was skipped
 }
 
-// ParseSwitch reads a bench-only on/off setting: a boolean, or a string
-// strconv.ParseBool accepts (globals given on the command line are
-// strings). key names the setting in the error.
+// ParseSwitch reads a bench-only on/off setting: a boolean, or a value
+// decode.Bool reads ("true", "yes", "1", ...: globals given on the command
+// line are strings). key names the setting in the error.
 func ParseSwitch(key string, v any) (bool, error) {
-	switch x := v.(type) {
-	case bool:
-		return x, nil
-	case string:
-		if b, err := strconv.ParseBool(x); err == nil {
-			return b, nil
-		}
+	if b, ok := decode.Bool(v); ok {
+		return b, nil
 	}
 	return false, fmt.Errorf("%q: expected true or false, got %v", key, v)
 }

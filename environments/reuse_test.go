@@ -79,7 +79,10 @@ func TestParseSwitch(t *testing.T) {
 		v    any
 		want bool
 		err  bool
-	}{{true, true, false}, {false, false, false}, {"true", true, false}, {"0", false, false}, {"yes", false, true}, {int64(1), false, true}, {nil, false, true}} {
+	}{{true, true, false}, {false, false, false}, {"true", true, false}, {"0", false, false},
+		// The shared rule (decode.Bool): strtobool's words, numbers as bool().
+		{"yes", true, false}, {" Off ", false, false}, {int64(1), true, false},
+		{"maybe", false, true}, {nil, false, true}} {
 		got, err := ParseSwitch(ReuseSetupKey, tt.v)
 		if got != tt.want || (err != nil) != tt.err {
 			t.Errorf("ParseSwitch(%v) = %v, %v", tt.v, got, err)

@@ -128,7 +128,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		return nil, err
 	}
 	schedCfg := r.SchedulerConfig
-	if schedCfg.Cgroups != "off" && schedCfg.Engine == nil {
+	if schedCfg.Cgroups != "off" && schedCfg.RunnerKind() != schedulers.RunnerEngine {
 		if err := r.attachCgroups(schedCfg.Cgroups); err != nil {
 			return nil, err
 		}
@@ -185,12 +185,12 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		runners[i] = lr
 	}
 	owner := schedulers.NewOwner()
-	if schedCfg.Engine != nil {
+	switch schedCfg.RunnerKind() {
+	case schedulers.RunnerEngine:
 		if runners, err = r.engineRunners(ctx, schedCfg, owner, o.Logger); err != nil {
 			return nil, err
 		}
-	}
-	if schedCfg.Runner == schedulers.RunnerPassive {
+	case schedulers.RunnerPassive:
 		runners = r.passiveRunners(schedCfg, owner, o)
 	}
 	st := r.Storage
@@ -230,7 +230,7 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 	}
 	r.SchedulerConfig = schedCfg
 	localRunners := schedCfg.NumTrialRunners
-	if schedCfg.Engine != nil || schedCfg.Runner == schedulers.RunnerPassive || v != nil {
+	if schedCfg.RunnerKind() != schedulers.RunnerLocal || v != nil {
 		// The trials run on the engine, or by hand; one local copy of the
 		// environment gives the tunables and checks the configs.
 		localRunners = 1
@@ -259,7 +259,7 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 		r.SchedulerConfig.ExperimentID = schedCfg.ExperimentID
 	}
 	r.ExperimentID = schedCfg.ExperimentID
-	if schedCfg.Engine != nil {
+	if schedCfg.RunnerKind() == schedulers.RunnerEngine {
 		if err := r.newEngine(ctx, schedCfg, v != nil); err != nil {
 			return storage.Config{}, err
 		}

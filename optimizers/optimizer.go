@@ -9,13 +9,12 @@ import (
 	"context"
 	"fmt"
 	"github.com/benchtune/bench/trial"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/decode"
 	internalregistry "github.com/benchtune/bench/internal/registry"
 	"github.com/benchtune/bench/tunables"
 )
@@ -230,36 +229,14 @@ func parseTargets(v any, spec Spec) ([]Target, error) {
 	return out, nil
 }
 
-func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
-			return int64(x), true
-		}
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
+// asInt reads an integer config value (decode.Int).
+func asInt(v any) (int64, bool) { return decode.Int(v) }
 
+// asBool reads a boolean config value (decode.Bool: mlos_bench's
+// strtobool words, numbers as Python's bool()).
 func asBool(v any) (bool, error) {
-	switch x := v.(type) {
-	case bool:
-		return x, nil
-	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "y", "yes", "t", "true", "on", "1":
-			return true, nil
-		case "n", "no", "f", "false", "off", "0":
-			return false, nil
-		}
-	case int64:
-		return x != 0, nil
+	if b, ok := decode.Bool(v); ok {
+		return b, nil
 	}
 	return false, fmt.Errorf("expected a boolean, got %v", v)
 }
@@ -376,12 +353,9 @@ func (b *Base) bulk(priors []Prior, register func(*tunables.Groups, trial.Status
 		if err := tun.Assign(p.Values); err != nil {
 			return fmt.Errorf("earlier trial's configuration no longer fits the tunables (did the tunables change? use a new experiment id): %w", err)
 		}
-		status := p.Status
-		if status == trial.SUCCEEDED {
-			if _, err := b.Scores(status, p.Results); err != nil {
-				status = trial.FAILED
-			}
-		}
+		// A stored SUCCEEDED trial without the target metric counts as
+		// FAILED, as it would have been stored.
+		status := trial.Objectives(b.targets).Finalize(trial.Outcome{Status: p.Status, Results: p.Results}).Status
 		if err := register(tun, status, p.Results); err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/decode"
 	internalregistry "github.com/benchtune/bench/internal/registry"
+	"github.com/benchtune/bench/trial"
 )
 
 // Class describes a scheduler class.
@@ -127,11 +128,30 @@ type Config struct {
 	PassivePrompt string
 }
 
-// Runner kinds (Config.Runner).
+// Runner kinds (Config.Runner, and RunnerKind).
 const (
 	RunnerLocal   = "local"
 	RunnerPassive = "passive"
+	// RunnerEngine is the kind of runners whose trials run as jobs of an
+	// execution engine (Config.Engine set); not a value of "runner".
+	RunnerEngine = "engine"
 )
+
+// RunnerKind is the one choice of what runs this config's trials:
+// RunnerPassive (runner "passive": a person), RunnerEngine (an engine
+// config: jobs whose far side is bench exec-trial), else RunnerLocal (the
+// environment in this process). The config check makes passive and engine
+// exclusive. Network workers (bench serve) are chosen by the workers that
+// connect, not by this config.
+func (c Config) RunnerKind() string {
+	switch {
+	case c.Runner == RunnerPassive:
+		return RunnerPassive
+	case c.Engine != nil:
+		return RunnerEngine
+	}
+	return RunnerLocal
+}
 
 // defaults are the config keys with their defaults; globals override the
 // keys present here (mlos_bench's rule: globals reach keys a config has).
@@ -328,54 +348,27 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	return out, nil
 }
 
-// toInt reads an integer config value: a JSON integer, an integral float or
-// a string holding an integer (globals from files and the command line).
+// toInt reads an integer config value (decode.Int: a JSON integer, an
+// integral float or a string holding one, as globals from files and the
+// command line are).
 func toInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case int64:
-		return int(x), true
-	case int:
-		return x, true
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int(x), true
-		}
-	case string:
-		if i, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
-			return i, true
-		}
-	}
-	return 0, false
+	n, ok := decode.Int(v)
+	return int(n), ok
 }
 
-func toBool(v any) (bool, bool) {
-	switch x := v.(type) {
-	case bool:
-		return x, true
-	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "true", "yes", "on", "1":
-			return true, true
-		case "false", "no", "off", "0":
-			return false, true
-		}
-	}
-	return false, false
-}
+// toBool reads a boolean config value (decode.Bool).
+func toBool(v any) (bool, bool) { return decode.Bool(v) }
 
+// toDuration reads a duration config value (decode.DurationOf).
 func toDuration(v any) (time.Duration, error) {
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case int64:
-		return decode.Seconds(float64(x))
-	case float64:
-		return decode.Seconds(x)
-	case string:
-		if strings.TrimSpace(x) == "" {
-			return 0, nil
-		}
-		return decode.ParseDuration(strings.TrimSpace(x))
+	switch v.(type) {
+	case nil, int64, int, float64, string:
+		return decode.DurationOf(v)
 	}
 	return 0, fmt.Errorf("want seconds or a duration like \"90s\", got %v", configs.PyStr(v))
+}
+
+// budget is the config's trial budget (trial.Budget).
+func (c Config) budget() trial.Budget {
+	return trial.Budget{Repeats: c.TrialConfigRepeatCount, MaxTrials: c.MaxTrials}
 }

@@ -243,14 +243,11 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 // (CANCELED) and a hang or time limit (TIMED_OUT).
 func failure(ctx context.Context, step string, err error) (trial.Status, string) {
 	if ctx.Err() != nil {
-		cause := context.Cause(ctx)
-		if errors.Is(cause, services.ErrTimeout) {
-			return trial.TIMED_OUT, step + ": " + cause.Error()
+		st, reason, interrupted := trial.StopCause(ctx)
+		if interrupted {
+			return st, step + " " + reason
 		}
-		if cause != nil && cause != ctx.Err() {
-			return trial.CANCELED, step + ": " + cause.Error()
-		}
-		return trial.CANCELED, step + " cancelled"
+		return st, step + ": " + reason
 	}
 	if errors.Is(err, services.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return trial.TIMED_OUT, step + " timed out: " + err.Error()

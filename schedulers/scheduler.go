@@ -27,7 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/benchtune/bench/optimizers"
@@ -111,6 +110,8 @@ type Options struct {
 	// requests and hung trials and polls other processes' trials
 	// (default 200ms).
 	Tick time.Duration
+	// onBeat is called after each lease renewal (tests).
+	onBeat func()
 }
 
 // Scheduler runs an experiment's trials on its runners.
@@ -169,27 +170,9 @@ func NewOwner() string {
 }
 
 // OwnerDead reports whether owner (a trial's Owner) names a process of
-// this host that no longer exists (a different host: false).
-func OwnerDead(owner string) bool { return ownerDead(owner) }
-
-// ownerDead reports whether owner names a process of this host that no
-// longer exists: its trials can be taken over without waiting for the
-// lease.
-func ownerDead(owner string) bool {
-	parts := strings.Split(owner, ":")
-	if len(parts) < 3 {
-		return false
-	}
-	host, _ := os.Hostname()
-	if strings.Join(parts[:len(parts)-2], ":") != host {
-		return false
-	}
-	pid, err := strconv.Atoi(parts[len(parts)-2])
-	if err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
+// this host that no longer exists (a different host: false); see
+// trial.OwnerDead.
+func OwnerDead(owner string) bool { return trial.OwnerDead(owner) }
 
 // Stats returns what the scheduler did so far.
 func (s *Scheduler) Stats() Stats { return s.stats }
@@ -354,7 +337,6 @@ type dispatch struct {
 	// others reports trials owned by other processes: the dispatcher then
 	// polls storage for their outcomes.
 	others     bool
-	lastBeat   time.Time
 	lastStop   time.Time
 	lastClaim  time.Time
 	lastCount  time.Time // countTrials' last scan
@@ -368,16 +350,22 @@ type dispatch struct {
 	// keys holds "config hash|repeat" of every trial of the experiment this
 	// process knows of (dedup asks storage only about these).
 	keys map[string]bool
+	// beat renews the leases (nil outside loop).
+	beat *heartbeat
+	// feedSeq is the storage change feed's number this process has read
+	// up to (pollOthers reads the trials changed since).
+	feedSeq int64
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
 		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{}}
 	d.idle = append(d.idle, s.runners...)
-	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
+	all, seq, err := s.exp.Changes(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
+	d.feedSeq = seq
 	suggestions := 0
 	last := lastAttempts(all)
 	var priors []optimizers.Prior
@@ -459,7 +447,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	// Trials of processes of this host that died can be taken over now.
 	for _, t := range all {
-		if !t.Finished() && t.Owner != "" && t.Owner != s.o.Owner && ownerDead(t.Owner) {
+		if trial.TakeOver(t.Owner, s.o.Owner, t.Finished()) {
 			if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
 				return nil, err
 			}
@@ -553,8 +541,12 @@ func (d *dispatch) loop(ctx context.Context) error {
 	s := d.s
 	tick := time.NewTicker(s.o.Tick)
 	defer tick.Stop()
-	d.lastBeat = time.Now()
+	// Leases are renewed off this goroutine: Suggest may take longer
+	// than a lease.
+	d.beat = s.startHeartbeat(ctx)
+	defer d.beat.stop()
 	for {
+		d.beat.busy.Store(len(d.running) > 0 || len(d.queue) > 0)
 		if ctx.Err() == nil && d.stopErr == nil {
 			if err := d.fill(ctx); err != nil {
 				d.stopErr = err
@@ -750,11 +742,7 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 			return false, nil
 		}
 	}
-	k := (want + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
-	k += s.cfg.QueueAhead
-	if s.cfg.MaxTrials > 0 {
-		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
-	}
+	k := s.cfg.budget().Suggestions(want, s.cfg.QueueAhead, d.trialCount)
 	if k < 1 {
 		return false, nil
 	}
@@ -1053,21 +1041,13 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		}
 		j.slot = slot
 	}
-	globals := maps.Clone(s.o.Globals)
-	if globals == nil {
-		globals = map[string]any{}
+	var slotGlobals map[string]any
+	if j.slot != nil {
+		slotGlobals = j.slot.Globals()
 	}
-	for k, v := range t.Metadata {
-		if _, ok := globals[k]; !ok {
-			globals[k] = v
-		}
-	}
-	globals["experiment_id"] = s.cfg.ExperimentID
-	globals["trial_id"] = int64(t.ID)
-	globals["trial_runner_id"] = int64(runner.ID())
+	globals := trial.Globals(s.o.Globals, t.Metadata, slotGlobals, s.cfg.ExperimentID, t.ID, runner.ID())
 	spec := Spec{ExperimentID: s.cfg.ExperimentID, TrialID: t.ID, Params: t.Params, Globals: globals}
 	if j.slot != nil {
-		maps.Copy(globals, j.slot.Globals())
 		spec.ProcessEnv = j.slot.Env()
 		spec.Cores = j.slot.Cores
 	}
@@ -1087,6 +1067,9 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	jctx, cancel := context.WithCancelCause(ctx)
 	j.cancel = cancel
 	d.running[t.ID] = j
+	if d.beat != nil {
+		d.beat.busy.Store(true) // before anything else runs here (Suggest)
+	}
 	s.stats.Run++
 	s.logExecute(t)
 	if s.o.Observer != nil {
@@ -1126,7 +1109,10 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		d.results <- done{j: j, interrupted: true}
 		return
 	}
-	if !out.Status.IsCompleted() {
+	if final, err := trial.RunEnd(out.Status); err != nil {
+		out = trial.Outcome{Status: trial.FAILED, Ts: out.Ts, Telemetry: out.Telemetry, Output: out.Output,
+			FailureReason: fmt.Sprintf("runner %d returned a trial outcome with %v", j.runner.ID(), err)}
+	} else if !final {
 		// The run ended READY (or PENDING, RUNNING): as mlos_bench does, the
 		// trial keeps that status, unfinished, without results, and the
 		// optimizer never sees it; a resume runs it again.
@@ -1134,28 +1120,16 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		d.results <- done{j: j, out: out, unfinished: true, storeErr: err}
 		return
 	}
-	if out.Status == trial.SUCCEEDED {
-		if _, err := s.targets.Scores(out.Status, out.Results); err != nil {
-			out.Status = trial.FAILED
-			out.FailureReason = trial.MissingMetricReason(err, out.Notes)
-			out.Results = nil
-		}
-	}
+	out = s.targets.Finalize(out)
 	err := s.exp.Finish(context.WithoutCancel(ctx), j.t.ID, out)
 	if errors.Is(err, storage.ErrFinished) && (j.t.Job != nil || j.attached.Load()) {
 		// The job's far side stored the outcome itself (shared storage):
 		// that is the trial's outcome.
 		if stored, lerr := s.exp.Trial(context.WithoutCancel(ctx), j.t.ID); lerr == nil {
-			out, err = storedOutcome(stored), nil
+			out, err = stored.Outcome(), nil
 		}
 	}
 	d.results <- done{j: j, out: out, storeErr: err}
-}
-
-// storedOutcome is the outcome a trial has in storage.
-func storedOutcome(t storage.TrialDetail) trial.Outcome {
-	return trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results),
-		Telemetry: t.Telemetry, Output: t.Output, FailureReason: t.FailureReason}
 }
 
 // finished handles a trial's end in the dispatcher.
@@ -1366,17 +1340,6 @@ func (d *dispatch) tick(ctx context.Context) error {
 			}
 		}
 	}
-	if now.Sub(d.lastBeat) >= s.cfg.Lease/3 && (len(d.running) > 0 || len(d.queue) > 0 || s.o.Worker) {
-		if _, err := s.exp.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("renewing the lease on running trials", "err", err)
-		}
-		if s.o.Worker {
-			if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil && ctx.Err() == nil {
-				s.log.Warn("renewing this worker's registration", "err", err)
-			}
-		}
-		d.lastBeat = now
-	}
 	if now.Sub(d.lastStop) >= time.Second || s.o.Tick >= time.Second {
 		d.lastStop = now
 		if err := d.stopRequests(ctx); err != nil {
@@ -1427,10 +1390,7 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 	if c, err := d.countTrials(ctx); err == nil {
 		d.trialCount = c
 	}
-	k := (need + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
-	if s.cfg.MaxTrials > 0 {
-		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
-	}
+	k := s.cfg.budget().Suggestions(need, 0, d.trialCount)
 	if k < 1 || !d.notDone() {
 		return nil
 	}
@@ -1540,26 +1500,36 @@ func (d *dispatch) queued(id int) bool {
 	return false
 }
 
-// pollOthers observes the outcomes of trials other processes finished.
+// pollOthers observes the outcomes of trials other processes finished:
+// those the storage's change feed says changed since the last poll (no
+// scan of every trial), and the unfinished ones (whose owners may have
+// died).
 func (d *dispatch) pollOthers(ctx context.Context) error {
 	s := d.s
-	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
+	changed, seq, err := s.exp.Changes(ctx, d.feedSeq)
 	if err != nil {
 		return err
 	}
-	last := lastAttempts(all)
+	d.feedSeq = seq
+	pending, err := s.exp.PendingTrials(ctx)
+	if err != nil {
+		return err
+	}
 	others := false
-	for _, t := range all {
-		if !t.Finished() {
-			if t.Owner != "" && t.Owner != s.o.Owner {
-				others = true
-				if ownerDead(t.Owner) {
-					// A process of this host died: take its trials over now.
-					if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
-						return err
-					}
+	for _, t := range pending {
+		if t.Owner != "" && t.Owner != s.o.Owner {
+			others = true
+			if trial.TakeOver(t.Owner, s.o.Owner, false) {
+				// A process of this host died: take its trials over now.
+				if err := s.plain.WithOwner(t.Owner, s.cfg.Lease).Release(ctx); err != nil {
+					return err
 				}
 			}
+		}
+	}
+	last := lastAttempts(append(changed, pending...))
+	for _, t := range changed {
+		if !t.Finished() {
 			continue
 		}
 		if d.observed[t.ID] {
@@ -1568,7 +1538,7 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 		if _, mine := d.running[t.ID]; mine {
 			continue
 		}
-		out := trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results), FailureReason: t.FailureReason}
+		out := t.Outcome()
 		if t.Status.IsFailed() && retriedLater(last, t) {
 			d.observed[t.ID] = true
 			continue

@@ -63,7 +63,7 @@ func (f *fakeEnv) Run(ctx context.Context) environments.Result {
 	return f.run(ctx, f.params)
 }
 
-func testTunables(t *testing.T) *tunables.Groups {
+func testTunables(t testing.TB) *tunables.Groups {
 	doc, _ := source.Parse("t.jsonc", []byte(`{"g": {"cost": 1, "params": {"x": {"type": "int", "range": [0, 20], "default": 10}}}}`))
 	g, err := tunables.ParseParams(doc.At())
 	if err != nil {

@@ -408,14 +408,16 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	if out.Ts.IsZero() {
 		out.Ts = time.Now().UTC()
 	}
-	if !out.Status.IsCompleted() {
-		if out.Status != trial.READY {
-			s.fail(w, http.StatusBadRequest, "trial %d: status %s is not the end of a run (want a final status, or READY)", req.TrialID, out.Status)
-			return
-		}
-		// A run that ended READY (a NetworkEnv or SaaSEnv alone): as in
-		// mlos_bench, and as a local runner does, the trial keeps that
-		// status, unfinished and without results.
+	final, err := trial.RunEnd(out.Status)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, "trial %d: %v", req.TrialID, err)
+		return
+	}
+	if !final {
+		// A run that ended READY (a NetworkEnv or SaaSEnv alone), PENDING
+		// or RUNNING: as in mlos_bench, and as for every runner kind
+		// (trial.RunEnd), the trial keeps that status, unfinished and
+		// without results.
 		if err := v.UpdateStatus(r.Context(), req.TrialID, out.Status, out.Ts); err != nil {
 			if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) || errors.Is(err, storage.ErrNotFound) {
 				s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker", req.TrialID)
@@ -430,15 +432,8 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		}{true})
 		return
 	}
-	if out.Status == trial.SUCCEEDED {
-		if _, err := storage.Targets(s.exp.Info().Objectives).Scores(out.Status, out.Results); err != nil {
-			out.Status, out.FailureReason, out.Results = trial.FAILED, trial.MissingMetricReason(err, out.Notes), nil
-		}
-	}
+	out = storage.Targets(s.exp.Info().Objectives).Finalize(out)
 	out.FailureReason = trial.BoundReason(out.FailureReason)
-	if out.Ts.IsZero() {
-		out.Ts = time.Now().UTC()
-	}
 	err = v.Finish(r.Context(), req.TrialID, out)
 	switch {
 	case err == nil:

@@ -140,8 +140,11 @@ func TestStaleResult(t *testing.T) {
 	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: missing}, nil); code != 200 {
 		t.Fatalf("B's result without the target: HTTP %d", code)
 	}
-	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: json.RawMessage(`{"status": "RUNNING"}`)}, nil); code != http.StatusBadRequest {
-		t.Errorf("a non-final status: HTTP %d", code)
+	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: json.RawMessage(`{"status": "UNKNOWN"}`)}, nil); code != http.StatusBadRequest {
+		t.Errorf("a status no run ends with: HTTP %d", code)
+	}
+	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: json.RawMessage(`{"status": "RUNNING"}`)}, nil); code != http.StatusConflict {
+		t.Errorf("RUNNING (unfinished, as READY) for a finished trial: HTTP %d", code)
 	}
 	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: b, TrialID: 2, Outcome: json.RawMessage(`{"status": "READY"}`)}, nil); code != http.StatusConflict {
 		t.Errorf("READY for a finished trial: HTTP %d", code)

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"sync"
@@ -313,18 +312,7 @@ func (w *worker) loop(ctx context.Context, r schedulers.Runner) error {
 
 // run runs one assigned trial and posts its outcome.
 func (w *worker) run(ctx context.Context, r schedulers.Runner, a *Assignment) {
-	globals := maps.Clone(w.cfg.Globals)
-	if globals == nil {
-		globals = map[string]any{}
-	}
-	for k, v := range a.Metadata {
-		if _, ok := globals[k]; !ok {
-			globals[k] = v
-		}
-	}
-	globals["experiment_id"] = w.exp
-	globals["trial_id"] = int64(a.TrialID)
-	globals["trial_runner_id"] = int64(r.ID())
+	globals := trial.Globals(w.cfg.Globals, a.Metadata, nil, w.exp, a.TrialID, r.ID())
 	spec := schedulers.Spec{ExperimentID: w.exp, TrialID: a.TrialID, Params: a.Params, Globals: globals,
 		TelemetryInterval: w.cfg.TelemetryInterval}
 	tctx, cancel := context.WithCancelCause(ctx)

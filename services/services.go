@@ -20,6 +20,7 @@ import (
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/decode"
 	internalregistry "github.com/benchtune/bench/internal/registry"
+	"github.com/benchtune/bench/trial"
 )
 
 // Params are an environment's parameters (const_args, tunable values,
@@ -28,8 +29,9 @@ import (
 type Params = map[string]any
 
 // ErrTimeout is wrapped by errors returned when a command or an operation
-// ran past its time limit. Callers map it to the TIMED_OUT status.
-var ErrTimeout = errors.New("timed out")
+// ran past its time limit. It is trial.ErrTimeout: trial.StopCause maps
+// it to the TIMED_OUT status.
+var ErrTimeout = trial.ErrTimeout
 
 // ExecRequest describes commands to run locally.
 type ExecRequest struct {

@@ -135,6 +135,13 @@ type Experiment interface {
 	// Trials returns the trials the filter selects, by id, with their
 	// parameters, metadata and results.
 	Trials(ctx context.Context, filter TrialFilter) ([]Trial, error)
+	// Changes is the change feed: the trials bench changed (queued,
+	// claimed, started, finished, released, stop requested, job recorded;
+	// not lease renewals) after change number since, by id, and the
+	// number to pass next time. since 0 returns every trial. A reader that
+	// polls with the returned number sees every change, in commit order,
+	// and reads nothing when nothing changed.
+	Changes(ctx context.Context, since int64) ([]Trial, int64, error)
 	// Trial returns one trial with its telemetry, captured output and
 	// status history (ErrNotFound when there is none).
 	Trial(ctx context.Context, trialID int) (TrialDetail, error)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -115,14 +114,9 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 		return fail("loading the environment", err)
 	}
 	printSecurityNotices(stderr, run.Notices())
-	globals := maps.Clone(l.Globals)
-	if globals == nil {
-		globals = map[string]any{}
-	}
-	maps.Copy(globals, req.Globals)
-	globals["experiment_id"] = req.ExperimentID
-	globals["trial_id"] = int64(req.TrialID)
-	globals["trial_runner_id"] = int64(max(req.RunnerID, 1))
+	// The driver's globals for the trial (its metadata, its device slot)
+	// over this side's own.
+	globals := trial.Globals(l.Globals, nil, req.Globals, req.ExperimentID, req.TrialID, max(req.RunnerID, 1))
 	spec := schedulers.Spec{ExperimentID: req.ExperimentID, TrialID: req.TrialID, Params: req.Params,
 		Globals: globals, ProcessEnv: req.ProcessEnv}
 	if req.TelemetryInterval != "" {
@@ -179,7 +173,7 @@ func writeOutcome(ctx context.Context, url string, out trial.Outcome) error {
 // file is written either way. A SQLite file is never opened from the far side (it may be
 // on a network file system).
 func storeOutcome(ctx context.Context, l *configs.Launch, req *engines.Request, out *trial.Outcome) {
-	if !out.Status.IsCompleted() {
+	if final, err := trial.RunEnd(out.Status); err != nil || !final {
 		return // no final status (a run that ended READY): the driver records it
 	}
 	cfg, err := launcher.StorageConfig(l.Loader, l.Storage, l.Globals)
@@ -203,11 +197,7 @@ func storeOutcome(ctx context.Context, l *configs.Launch, req *engines.Request, 
 		slog.Warn("bench exec-trial: cannot open the experiment in storage", "err", err)
 		return
 	}
-	if out.Status == trial.SUCCEEDED {
-		if _, err := storage.Targets(exp.Info().Objectives).Scores(out.Status, out.Results); err != nil {
-			out.Status, out.FailureReason, out.Results = trial.FAILED, trial.MissingMetricReason(err, out.Notes), nil
-		}
-	}
+	*out = storage.Targets(exp.Info().Objectives).Finalize(*out)
 	if err := exp.WithOwner(req.Owner, time.Minute).Finish(sctx, req.TrialID, *out); err != nil {
 		slog.Warn("bench exec-trial: the outcome was not stored here; the driver stores it", "err", err)
 		return

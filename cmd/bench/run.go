@@ -171,7 +171,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	if r.SchedulerConfig.Runner == schedulers.RunnerPassive {
+	if r.SchedulerConfig.RunnerKind() == schedulers.RunnerPassive {
 		// The trials and the prompt are on the terminal: one line per
 		// trial instead of a bar redrawn over them, kept off the prompt's
 		// line.

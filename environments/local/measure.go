@@ -2,10 +2,10 @@ package local
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/services"
 )
 
@@ -66,17 +66,11 @@ func (u usage) metrics(env, phase string) map[string]any {
 	return m
 }
 
-// parseSwitch reads a bench_measurements value: a boolean, or a string
-// strconv.ParseBool accepts (globals given on the command line are
-// strings).
+// parseSwitch reads a bench_measurements value: a boolean, or a value
+// decode.Bool reads (globals given on the command line are strings).
 func parseSwitch(v any) (bool, error) {
-	switch x := v.(type) {
-	case bool:
-		return x, nil
-	case string:
-		if b, err := strconv.ParseBool(x); err == nil {
-			return b, nil
-		}
+	if b, ok := decode.Bool(v); ok {
+		return b, nil
 	}
 	return false, fmt.Errorf("global %q: expected true or false, got %v", MeasurementsKey, v)
 }

@@ -26,12 +26,12 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/environments/internal/script"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/tunables"
 )
@@ -329,15 +329,12 @@ func (e *RemoteEnv) measuring(globals environments.Params) (bool, error) {
 		return *e.measureCfg, nil
 	}
 	for _, g := range []environments.Params{globals, e.Spec().Globals} {
-		switch v := g[measurementsKey].(type) {
-		case nil:
+		v := g[measurementsKey]
+		if v == nil {
 			continue
-		case bool:
-			return v, nil
-		case string:
-			if b, err := strconv.ParseBool(v); err == nil {
-				return b, nil
-			}
+		}
+		if b, ok := decode.Bool(v); ok {
+			return b, nil
 		}
 		return false, fmt.Errorf("global %q: expected true or false, got %v", measurementsKey, g[measurementsKey])
 	}

@@ -58,7 +58,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		v, err := ParseDuration(s)
+		v, err := DurationOf(s) // the shared rule: trimmed, "" is 0
 		if err != nil {
 			return err
 		}

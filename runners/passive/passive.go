@@ -26,7 +26,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -169,7 +168,7 @@ func (d *Desk) wait(ctx context.Context, spec schedulers.Spec, resumed bool) tri
 		}
 		if err := spec.Attach(context.WithoutCancel(ctx), h); err != nil {
 			if t, lerr := d.exp.Trial(context.WithoutCancel(ctx), spec.TrialID); lerr == nil && t.Finished() {
-				return storedOutcome(t)
+				return t.Outcome()
 			}
 			return trial.Outcome{Status: trial.FAILED, Ts: time.Now().UTC(),
 				FailureReason: "passive runner: recording the trial as waiting for a hand-run result: " + err.Error()}
@@ -186,7 +185,7 @@ func (d *Desk) wait(ctx context.Context, spec schedulers.Spec, resumed bool) tri
 		switch {
 		case err == nil && t.Finished():
 			d.stored(t)
-			return storedOutcome(t)
+			return t.Outcome()
 		case err != nil && ctx.Err() == nil && !warned:
 			warned = true
 			d.o.Logger.Warn("passive runner: reading the waiting trial from storage (will keep trying)", "trial", spec.TrialID, "err", err)
@@ -205,26 +204,19 @@ func (d *Desk) wait(ctx context.Context, spec schedulers.Spec, resumed bool) tri
 // stop (CANCELED), by trial_idle_timeout (TIMED_OUT), or by an interrupt
 // (not stored: the next bench shows the trial again).
 func (d *Desk) stopped(ctx context.Context, spec schedulers.Spec) trial.Outcome {
-	cause := context.Cause(ctx)
-	out := trial.Outcome{Status: trial.CANCELED, Ts: time.Now().UTC(), FailureReason: "waiting for the result cancelled"}
+	st, reason, interrupted := trial.StopCause(ctx)
+	out := trial.Outcome{Status: st, Ts: time.Now().UTC(), FailureReason: reason}
 	switch {
-	case errors.Is(cause, services.ErrTimeout):
-		out.Status, out.FailureReason = trial.TIMED_OUT, "no result came: "+cause.Error()
-	case cause != nil && cause != ctx.Err():
-		out.FailureReason = cause.Error()
-	default:
+	case st == trial.TIMED_OUT:
+		out.FailureReason = "no result came: " + reason
+	case interrupted:
+		out.FailureReason = "waiting for the result cancelled"
 		d.printf("bench: trial %d is still waiting: run bench again to wait for it, or store its result with: %s\n",
 			spec.TrialID, submitExample(spec.ExperimentID, spec.TrialID, d.targets))
 		return out
 	}
 	d.printf("bench: trial %d: %s (%s); not waiting for it any more\n", spec.TrialID, strings.ToLower(out.Status.String()), out.FailureReason)
 	return out
-}
-
-// storedOutcome is the outcome a trial has in storage.
-func storedOutcome(t storage.TrialDetail) trial.Outcome {
-	return trial.Outcome{Status: t.Status, Ts: t.TsEnd, Results: map[string]any(t.Results),
-		Telemetry: t.Telemetry, Output: t.Output, FailureReason: t.FailureReason}
 }
 
 // Command renders the passive_command for a trial (empty without one).

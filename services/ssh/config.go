@@ -300,21 +300,11 @@ func (c Config) resolveTarget(params services.Params) (target, error) {
 }
 
 func paramPort(v any) (int, error) {
-	var p float64
-	switch x := v.(type) {
-	case int:
-		p = float64(x)
-	case int64:
-		p = float64(x)
-	case float64:
-		p = x
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		if err != nil {
-			return 0, fmt.Errorf(`the "ssh_port" parameter must be a port number, got %q`, x)
+	p, ok := decode.Float(v)
+	if !ok {
+		if s, isStr := v.(string); isStr {
+			return 0, fmt.Errorf(`the "ssh_port" parameter must be a port number, got %q`, s)
 		}
-		p = f
-	default:
 		return 0, fmt.Errorf(`the "ssh_port" parameter must be a port number, got %T`, v)
 	}
 	if p != math.Trunc(p) || p < 0 || p > 65535 {

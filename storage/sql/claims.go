@@ -137,6 +137,9 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 		if len(ids) == 0 {
 			return nil
 		}
+		if err := e.touch(ctx, r, "trial_id IN ("+placeholders(len(ids))+")", ids...); err != nil {
+			return err
+		}
 		out, err = e.loadTrials(ctx, r, "t.trial_id IN ("+placeholders(len(ids))+")", ids, 0)
 		return err
 	})
@@ -177,11 +180,25 @@ func (e *experiment) Release(ctx context.Context) error {
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
+		var ids []any
+		if err := r.each(ctx, func(rows *dbsql.Rows) error {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		}, `SELECT trial_id FROM trial WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`, e.info.ID, e.owner); err != nil {
+			return fmt.Errorf("storage: release the trials of %q on %q: %w", e.owner, e.info.ID, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
 		if _, err := r.exec(ctx, `UPDATE trial SET owner = NULL, lease_until = NULL WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`,
 			e.info.ID, e.owner); err != nil {
 			return fmt.Errorf("storage: release the trials of %q on %q: %w", e.owner, e.info.ID, err)
 		}
-		return nil
+		return e.touch(ctx, r, "trial_id IN ("+placeholders(len(ids))+")", ids...)
 	})
 }
 
@@ -217,7 +234,7 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return e.unchanged(ctx, r, trialID, false)
 		}
-		return nil
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 

@@ -75,7 +75,7 @@ func (postgresDialect) skipLocked() string      { return " FOR UPDATE SKIP LOCKE
 func (postgresDialect) clockQuery() string      { return "SELECT clock_timestamp()" }
 func (postgresDialect) name() string            { return "postgres" }
 func (postgresDialect) ts(t time.Time) any      { return t.UTC() }
-func (postgresDialect) forUpdate() string       { return " FOR UPDATE" }
+func (postgresDialect) forUpdate() string       { return " FOR NO KEY UPDATE" }
 func (postgresDialect) serializesWriters() bool { return false }
 func (postgresDialect) readTx() *dbsql.TxOptions {
 	return &dbsql.TxOptions{ReadOnly: true, Isolation: dbsql.LevelRepeatableRead}

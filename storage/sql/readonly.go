@@ -43,12 +43,12 @@ func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
 	}
 	added := map[string][]string{}
 	var order []string
-	for _, c := range mlosAddedCols {
+	for _, c := range append(append([]struct{ table, column, def string }(nil), mlosAddedCols...), laterAddedCols...) {
 		if _, ok := added[c.table]; !ok {
 			order = append(order, c.table)
 		}
 		var expr string
-		switch def := strings.ReplaceAll(c.def, "{TS}", ts); {
+		switch def := strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(c.def); {
 		case strings.Contains(def, "DEFAULT 0"):
 			expr = "0"
 		default:
@@ -60,7 +60,7 @@ func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
 	for _, table := range order {
 		stmts = append(stmts, fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT x.*, %s FROM %s.%s x", table, strings.Join(added[table], ", "), schema, table))
 	}
-	stmts = append(stmts, strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosReadOnlyTables()))
+	stmts = append(stmts, strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosReadOnlyTables()+";"+laterTables))
 	for _, stmt := range stmts {
 		for _, one := range strings.Split(stmt, ";") {
 			if strings.TrimSpace(one) == "" {
@@ -77,6 +77,16 @@ func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
 	s.log.Debug("reading an mlos_bench database read-only: it is not adopted", "storage", s.describe)
 	return true, nil
 }
+
+// laterAddedCols and laterTables are what bench's migrations after
+// mlosAdoptVersion add (00005_change_feed: trial.bench_seq, bench_feed), so
+// the read-only connection sees the columns and tables an adopted database
+// would have. A migration added later must be reflected here too.
+var laterAddedCols = []struct{ table, column, def string }{
+	{"trial", "bench_seq", "{BIGINT}"},
+}
+
+const laterTables = `CREATE TEMP TABLE bench_feed (exp_id TEXT NOT NULL PRIMARY KEY, seq {BIGINT} NOT NULL)`
 
 // mlosReadOnlyTables are bench's tables that an mlos_bench database lacks
 // (adoption's, mlosAdoptTables), empty and temporary: without their

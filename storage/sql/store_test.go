@@ -794,7 +794,7 @@ func TestMigrations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantTables := []string{"bench_schema_version", "config", "config_param", "experiment", "objectives",
+		wantTables := []string{"bench_feed", "bench_schema_version", "config", "config_param", "experiment", "objectives",
 			"trial", "trial_output", "trial_param", "trial_result", "trial_status", "trial_telemetry", "worker"}
 		if diff := cmp.Diff(wantTables, tables); diff != "" {
 			t.Errorf("tables (-want +got):\n%s", diff)

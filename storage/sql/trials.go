@@ -20,7 +20,10 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 	if err != nil {
 		return storage.Trial{}, err
 	}
-	if err := e.s.write(ctx, func(r runner) error { return e.insertTrial(ctx, r, nt) }); err != nil {
+	err = e.s.write(ctx, func(r runner) error {
+		return e.insertTrial(ctx, r, nt)
+	})
+	if err != nil {
 		return storage.Trial{}, err
 	}
 	return *nt, nil
@@ -41,7 +44,11 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		if err := e.finishTrial(ctx, r, fin); err != nil {
 			return err
 		}
-		return e.insertTrial(ctx, r, nt)
+		// The experiment's lock (insertTrial) before the feed's (touch).
+		if err := e.insertTrial(ctx, r, nt); err != nil {
+			return err
+		}
+		return e.touchTrial(ctx, r, fin.trialID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -146,13 +153,18 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
 	ts := tr.TsStart
+	// The trial is inserted with the experiment's next change number
+	// (the change feed), taken after the experiment's lock (see bump).
+	if err := e.bump(ctx, r); err != nil {
+		return err
+	}
 	q := `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial}
+		owner, lease, retry, reusedExp, reusedTrial, e.info.ID}
 	if e.s.layout.noTrialRunner {
 		q = `INSERT INTO trial (exp_id, trial_id, config_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
 		args = slices.Delete(args, 3, 4)
 	}
 	if _, err := r.exec(ctx, q, args...); err != nil {
@@ -345,7 +357,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return nil
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 
@@ -366,7 +378,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return nil
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 
@@ -398,7 +410,10 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.addHistory(ctx, r, trialID, ts, status)
+		if err := e.addHistory(ctx, r, trialID, ts, status); err != nil {
+			return err
+		}
+		return e.touchTrial(ctx, r, trialID)
 	})
 }
 
@@ -409,7 +424,12 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 	if err != nil {
 		return err
 	}
-	return e.s.write(ctx, func(r runner) error { return e.finishTrial(ctx, r, fin) })
+	return e.s.write(ctx, func(r runner) error {
+		if err := e.finishTrial(ctx, r, fin); err != nil {
+			return err
+		}
+		return e.touchTrial(ctx, r, trialID)
+	})
 }
 
 // finish is a checked TrialOutcome, converted to rows.
