@@ -76,6 +76,11 @@ type Stats struct {
 	Resumed   int // trials that were already finished before this process
 	// Remaining counts trials left pending (interrupted runs).
 	Remaining int
+	// EndReason says why the run ended (a stopping rule, the budget, bench
+	// stop, ...); it is stored as a note of the experiment.
+	EndReason string
+	// Confirmation is the verdict of the confirmation phase ("": none).
+	Confirmation string
 }
 
 // ErrStopped is wrapped when the experiment stopped before its budget was
@@ -239,6 +244,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	runErr := d.loop(ctx)
+	runErr = d.confirmPhase(ctx, runErr)
 	final := context.WithoutCancel(ctx)
 	if s.o.Worker {
 		if err := s.exp.UnregisterWorker(final); err != nil {
@@ -262,6 +268,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if err := s.exp.SetStatus(final, st, time.Time{}); err != nil {
 			s.log.Warn("storing the experiment's status", "err", err)
 		}
+		s.recordEnd(final, d.endReason(runErr, ctx.Err() != nil))
 	}
 	tdErr := s.teardown(ctx)
 	return errors.Join(runErr, tdErr)
@@ -367,11 +374,16 @@ type dispatch struct {
 	// keys holds "config hash|repeat" of every trial of the experiment this
 	// process knows of (dedup asks storage only about these).
 	keys map[string]bool
+	// stop applies the stopping rules (noise.go); stopApplied is set once
+	// the queue was cut when one fired.
+	stop        *stopper
+	stopApplied bool
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
-		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{}}
+		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{},
+		stop: newStopper(s.cfg.Noise, nil)}
 	d.idle = append(d.idle, s.runners...)
 	all, err := s.exp.Trials(ctx, storage.TrialFilter{})
 	if err != nil {
@@ -395,6 +407,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		}
 		s.stats.Resumed++
 		d.observed[t.ID] = true
+		d.observeStored(t)
 		switch t.Status {
 		case trial.SUCCEEDED:
 			d.succeeded++
@@ -627,6 +640,7 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 // repeats), then trials claimed from storage, then new suggestions.
 func (d *dispatch) fill(ctx context.Context) error {
 	s := d.s
+	d.applyStop()
 	for len(d.running) < s.concurrency() && len(d.idle) > 0 {
 		if len(d.queue) == 0 {
 			progressed, err := d.refill(ctx)
@@ -721,7 +735,7 @@ func (d *dispatch) itemFor(t storage.Trial) item {
 // notDone reports whether the budget allows more suggestions.
 func (d *dispatch) notDone() bool {
 	s := d.s
-	return !d.noMore && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials)
+	return !d.noMore && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials) && !d.stopFired()
 }
 
 // suggest asks the optimizer for configurations for want idle runners and
@@ -1219,6 +1233,10 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 		}
 	case trial.CANCELED:
 		own(&s.stats.Canceled)
+	}
+	if out.Status != trial.CANCELED {
+		sc, _ := s.targets.Scores(out.Status, out.Results)
+		d.observeStop(out.Results, sc)
 	}
 	s.logFinished(t, out)
 	d.observed[t.ID] = true
