@@ -65,6 +65,7 @@ type MlosCore struct {
 	eng     engine
 	pending map[int]tunables.Point // suggestions not yet observed, by id
 	seen    map[string]bool        // configurations already observed (snapped points)
+	noise   NoiseSettings          // noise.go
 }
 
 func newMlosCore(spec Spec) (Optimizer, error) {

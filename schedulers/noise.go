@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/aggregate"
+	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -315,4 +316,24 @@ func (s *Scheduler) recordEnd(ctx context.Context, reason string) {
 			s.log.Warn("storing why the run ended", "err", err)
 		}
 	}
+}
+
+// applyNoise hands the aggregation of repeats and the noise-aware mode to
+// an optimizer that takes them (before it observes anything).
+func (s *Scheduler) applyNoise() {
+	ns, ok := s.opt.(optimizers.NoiseSetter)
+	if !ok {
+		return
+	}
+	var pols []aggregate.Policy
+	custom := false
+	for _, t := range s.targets {
+		p := s.cfg.Noise.Policy(t.Name)
+		pols = append(pols, p)
+		custom = custom || p != aggregate.Default
+	}
+	if !custom {
+		pols = nil // the mean: mlos_bench's behaviour, untouched
+	}
+	ns.SetNoise(optimizers.NoiseSettings{Aggregate: pols, Aware: s.cfg.Noise.NoiseAware})
 }

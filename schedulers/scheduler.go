@@ -161,6 +161,7 @@ func New(cfg Config, runners []Runner, opt optimizers.Optimizer, exp storage.Exp
 		return nil, errors.New("scheduler: no tunables")
 	}
 	s.stats.Planned = s.planned()
+	s.applyNoise()
 	return s, nil
 }
 

@@ -90,6 +90,7 @@ type Optimizer struct {
 	baseN  int // -1: must be rebuilt
 	enum   []tunables.Point
 	enumOK bool
+	aware  bool // noise-aware mode (noise.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -348,8 +349,9 @@ func (o *Optimizer) targets(lam []float64) []float64 {
 func (o *Optimizer) counts() []float64 {
 	entries := o.hist.Entries()
 	c := make([]float64, len(entries))
+	het := o.hetFactors()
 	for i, e := range entries {
-		c[i] = float64(e.N)
+		c[i] = float64(e.N) / het[i]
 		if e.N == 0 {
 			c[i] = float64(e.Failed)
 		}
