@@ -74,7 +74,9 @@ func (m *MlosCore) Ranked(k int) []map[string]any {
 	var pts []tunables.Point
 	if e, ok := m.eng.(noiseEngine); ok {
 		pts = e.Ranked(k)
-	} else if b, ok := m.eng.(interface{ Best() (algo.Observation, bool) }); ok {
+	} else if b, ok := m.eng.(interface {
+		Best() (algo.Observation, bool)
+	}); ok {
 		if o, ok := b.Best(); ok {
 			pts = []tunables.Point{o.X}
 		}
