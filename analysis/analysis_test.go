@@ -113,3 +113,34 @@ func TestConfirmNoWinner(t *testing.T) {
 		t.Error("no confirmation runs, yet a verdict")
 	}
 }
+
+func TestBestAnswer(t *testing.T) {
+	objs := trial.Objectives{{Name: "score"}}
+	main := []storage.Trial{tr(1, "a", 10, nil), tr(2, "a", 12, nil), tr(3, "bb", 5, nil), tr(4, "bb", 40, nil)}
+	// mlos_bench's answer: the best single trial.
+	a, ok := Best(nil, main, objs, nil)
+	if !ok || a.Basis != BasisObservation || a.TrialID != 3 || a.Values[0] != 5 {
+		t.Fatalf("%+v", a)
+	}
+	// A noise-aware run's note names the model's pick: aggregated.
+	a, _ = Best([]string{"x", NoiseBestNote("a", "posterior mean")}, main, objs, nil)
+	if a.Basis != BasisModel || a.ConfigHash != "a" || a.Values[0] != 11 || a.TrialID != 1 || a.Config.Spread.N != 2 {
+		t.Fatalf("%+v", a)
+	}
+	if d := a.Describe(objs); !strings.Contains(d, "score=11 over 2 runs") {
+		t.Errorf("describe %q", d)
+	}
+	// A confirmation wins over both.
+	def := []float64{100, 101, 99, 102, 98, 100, 103, 97}
+	cand := []float64{77, 78, 76, 79, 75, 77, 80, 74}
+	all := append(main, confirmTrials(def, cand)...)
+	a, _ = Best([]string{NoiseBestNote("a", "")}, all, objs, nil)
+	if a.Basis != BasisConfirmed || a.ConfigHash != "cand" || a.Verdict == nil || a.Values[0] != 77 {
+		t.Fatalf("%+v", a)
+	}
+	same := []float64{99, 102, 100, 98, 101, 100}
+	a, _ = Best(nil, append(main, confirmTrials(def[:6], same)...), objs, nil)
+	if a.Basis != BasisDefault || a.ConfigHash != "default" {
+		t.Fatalf("%+v", a)
+	}
+}

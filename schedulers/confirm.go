@@ -45,6 +45,7 @@ func (d *dispatch) confirmPhase(ctx context.Context, runErr error) error {
 	if err != nil {
 		return err
 	}
+	d.searchEnd = d.endReason(nil, false)
 	def := s.o.Tunables.Copy()
 	def.RestoreDefaults()
 	defHash := def.Hash()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchtune/bench/analysis"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/aggregate"
 	"github.com/benchtune/bench/optimizers"
@@ -244,6 +245,9 @@ func relImprovement(before, now float64) string {
 // EndReason says why the experiment's run ended (Stats.EndReason).
 func (d *dispatch) endReason(runErr error, interrupted bool) string {
 	s := d.s
+	if d.searchEnd != "" && runErr == nil && !interrupted {
+		return d.searchEnd + "; then the confirmation ran"
+	}
 	switch {
 	case interrupted:
 		return "interrupted"
@@ -311,11 +315,43 @@ func (d *dispatch) observeStored(t storage.Trial) {
 func (s *Scheduler) recordEnd(ctx context.Context, reason string) {
 	s.stats.EndReason = reason
 	s.log.Info("experiment run ended", "reason", reason)
+	notes := []string{storage.EndReasonPrefix + reason}
+	if n := s.noiseBestNote(); n != "" {
+		notes = append([]string{n}, notes...)
+	}
 	if na, ok := s.exp.(storage.NoteAdder); ok {
-		if err := na.AddNotes(ctx, storage.EndReasonPrefix+reason); err != nil {
+		if err := na.AddNotes(ctx, notes...); err != nil {
 			s.log.Warn("storing why the run ended", "err", err)
 		}
 	}
+}
+
+// noiseBestNote names, in noise-aware mode, the configuration the
+// optimizer's model ranks best, with the learned noise ("" otherwise).
+func (s *Scheduler) noiseBestNote() string {
+	if !s.cfg.Noise.NoiseAware {
+		return ""
+	}
+	r, ok := s.opt.(Ranker)
+	if !ok {
+		return ""
+	}
+	top := r.Ranked(1)
+	if len(top) == 0 {
+		return ""
+	}
+	tun := s.o.Tunables.Copy()
+	if err := tun.Assign(top[0]); err != nil {
+		return ""
+	}
+	why := "ranked first by the optimizer"
+	if nr, ok := s.opt.(optimizers.NoiseReporter); ok {
+		if rel, snr, ok := nr.NoiseLevel(); ok {
+			why = fmt.Sprintf("lowest posterior mean; learned noise σ_n = %.3g × the standard deviation of the observed values, signal/noise %.3g", rel, snr)
+		}
+	}
+	s.stats.NoiseBest = why
+	return analysis.NoiseBestNote(tun.Hash(), why)
 }
 
 // applyNoise hands the aggregation of repeats and the noise-aware mode to

@@ -159,3 +159,28 @@ func TestConfirmPhase(t *testing.T) {
 }
 
 func scoreRun(_ context.Context, p environments.Params) environments.Result { return score(p) }
+
+// A noise-aware run names its model's best in a note, which the stored
+// answer then uses; repeats are aggregated.
+func TestNoiseAwareBestNote(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	rng := rand.New(rand.NewPCG(3, 4))
+	cfg := Config{ExperimentID: "na", TrialConfigRepeatCount: 2, Noise: NoiseConfig{NoiseAware: true}}
+	s := newSetup(t, st, cfg, map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(8)},
+		func(ctx context.Context, p environments.Params) environments.Result {
+			r := score(p)
+			r.Metrics["score"] = r.Metrics["score"].(float64) + 3*rng.Float64()
+			return r
+		})
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	exp, _ := st.LoadExperiment(context.Background(), "na")
+	a, ok := analysis.Best(exp.Info().Notes, trials(t, s.exp), s.sched.targets, nil)
+	if !ok || a.Basis != analysis.BasisModel || a.Config.Succeeded != 2 {
+		t.Fatalf("answer %+v, notes %q", a, exp.Info().Notes)
+	}
+	if !strings.Contains(s.sched.Stats().NoiseBest, "learned noise") {
+		t.Errorf("noise level not reported: %q", s.sched.Stats().NoiseBest)
+	}
+}

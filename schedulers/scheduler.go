@@ -81,6 +81,9 @@ type Stats struct {
 	EndReason string
 	// Confirmation is the verdict of the confirmation phase ("": none).
 	Confirmation string
+	// NoiseBest says how a noise-aware run picked its best ("": not
+	// noise-aware), with the learned noise level.
+	NoiseBest string
 }
 
 // ErrStopped is wrapped when the experiment stopped before its budget was
@@ -379,6 +382,7 @@ type dispatch struct {
 	// the queue was cut when one fired.
 	stop        *stopper
 	stopApplied bool
+	searchEnd   string // why the search ended, before a confirmation
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {

@@ -27,3 +27,17 @@ func EndReason(notes []string) string {
 	}
 	return ""
 }
+
+// AddNotes passes notes, secrets redacted, to an experiment that can
+// record them (nothing otherwise).
+func (e *redacting) AddNotes(ctx context.Context, notes ...string) error {
+	na, ok := e.Experiment.(NoteAdder)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = e.r.Redact(n)
+	}
+	return na.AddNotes(ctx, out...)
+}

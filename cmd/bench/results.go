@@ -98,6 +98,8 @@ func newResultsCmd() *cobra.Command {
 	var format string
 	var list, front bool
 	var q trialQuery
+	var byConfig bool
+	var aggSpec string
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Show an experiment's trials with their parameters and results",
@@ -139,6 +141,7 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 				return err
 			}
 			total := len(trials)
+			all := trials
 			info := exp.Info()
 			if front {
 				trials = paretoTrials(info.Objectives, trials)
@@ -154,12 +157,26 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 			if info.Status != stored {
 				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
 			}
+			extra := experimentAnswerLines(info, all)
 			switch format {
 			case "table", "markdown":
 				fmt.Fprintln(cmd.OutOrStdout(), header)
+				for _, l := range extra {
+					fmt.Fprintln(cmd.OutOrStdout(), l)
+				}
 				fmt.Fprintln(cmd.OutOrStdout())
 			case "csv":
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+header)
+				for _, l := range extra {
+					fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+l)
+				}
+			}
+			if byConfig {
+				pols, err := parsePolicies(aggSpec, storage.Targets(info.Objectives))
+				if err != nil {
+					return exitWith(exitUsage, err)
+				}
+				return writeByConfig(cmd.OutOrStdout(), info, trials, pols, format)
 			}
 			return writeTrials(cmd.OutOrStdout(), info, trials, format)
 		},
@@ -172,6 +189,8 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 	cmd.Flags().IntVar(&q.best, "best", 0, "only the N best successful trials by the objectives, best first")
 	cmd.Flags().StringArrayVar(&q.where, "where", nil, "only trials whose tunable (or result) NAME=VALUE (repeatable)")
 	cmd.Flags().StringVar(&q.sort, "sort", "", "sort by this column (e.g. result.score, config.level, duration; -COLUMN: descending)")
+	cmd.Flags().BoolVar(&byConfig, "by-config", false, "one row per configuration: its repeats aggregated (--aggregate), their CV and 95% interval, best first")
+	cmd.Flags().StringVar(&aggSpec, "aggregate", "mean", "with --by-config: mean, median, min, max, trimmed_mean[:F], mean_minus_ksd[:K], or TARGET=POLICY,...")
 	return cmd
 }
 

@@ -327,6 +327,7 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format, storage
 			fmt.Fprintf(w, "  %s = %s\n", k, s.BestConfig[k])
 		}
 	}
+	printNoiseSummary(w, s)
 	for _, warn := range s.Warnings {
 		fmt.Fprintln(stderr, "bench: warning:", warn)
 	}
