@@ -47,6 +47,9 @@ type NoiseConfig struct {
 	// off; confirm_repeats, default 5).
 	ConfirmTopK    int
 	ConfirmRepeats int
+	// ConfirmNow suggests nothing new: the confirmation runs at once (bench
+	// confirm; confirm_now).
+	ConfirmNow bool
 }
 
 // noiseDefaults are the keys of NoiseConfig with their defaults (globals
@@ -62,6 +65,7 @@ func noiseDefaults() map[string]any {
 		"noise_aware":           false,
 		"confirm_top_k":         int64(0),
 		"confirm_repeats":       int64(5),
+		"confirm_now":           false,
 	}
 }
 
@@ -129,7 +133,7 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 	for _, b := range []struct {
 		key string
 		dst *bool
-	}{{"noise_aware", &n.NoiseAware}} {
+	}{{"noise_aware", &n.NoiseAware}, {"confirm_now", &n.ConfirmNow}} {
 		v, ok := toBool(cfg[b.key])
 		if !ok {
 			bad(b.key, "%s must be true or false, got %v", b.key, configs.PyStr(cfg[b.key]))
@@ -217,6 +221,10 @@ func (st *stopper) check() string {
 		return st.reason
 	}
 	c := st.cfg
+	if c.ConfirmNow {
+		st.reason = "bench confirm: no new suggestions"
+		return st.reason
+	}
 	if c.MaxTime > 0 {
 		if el := st.now().Sub(st.start); el >= c.MaxTime {
 			st.reason = fmt.Sprintf("max_time %s reached (ran %s)", c.MaxTime, el.Round(time.Second))
