@@ -30,9 +30,9 @@ func printNoiseSummary(w io.Writer, s *launcher.Summary) {
 	}
 }
 
-// experimentAnswerLines are the lines bench results and bench show print
-// under their header: the end reason, and the experiment's answer when it
-// is not the best single trial (a confirmation, a noise-aware run).
+// experimentAnswerLines are the lines bench results prints under its
+// header: the experiment's answer when it is not the best single trial (a
+// confirmation, a noise-aware run).
 func experimentAnswerLines(info storage.ExperimentInfo, trials []storage.Trial) []string {
 	var out []string
 	objs := storage.Targets(info.Objectives)
@@ -42,10 +42,16 @@ func experimentAnswerLines(info storage.ExperimentInfo, trials []storage.Trial) 
 			out = append(out, "Confirmation: "+a.Verdict.Line())
 		}
 	}
-	if r := storage.EndReason(info.Notes); r != "" {
-		out = append(out, "End reason: "+r)
-	}
 	return out
+}
+
+// endReasonLine says why the experiment's last run ended ("" when not
+// recorded); bench results prints it on stderr, beside the table.
+func endReasonLine(info storage.ExperimentInfo) string {
+	if r := storage.EndReason(info.Notes); r != "" {
+		return "end reason: " + r
+	}
+	return ""
 }
 
 // writeByConfig prints one row per configuration: its repeats aggregated

@@ -26,7 +26,7 @@ func TestNoiseEndToEnd(t *testing.T) {
 		}
 	}
 	r = runBench(t, dir, "results", "--experiment", "N1", "--by-config", "--aggregate", "median")
-	if r.code != 0 || !strings.Contains(r.stdout, "End reason: max_cost 16 reached") || !strings.Contains(r.stdout, "interval") {
+	if r.code != 0 || !strings.Contains(r.stderr, "bench: end reason: max_cost 16 reached") || !strings.Contains(r.stdout, "interval") {
 		t.Fatalf("results --by-config: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")

@@ -158,6 +158,9 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
 			}
 			extra := experimentAnswerLines(info, all)
+			if r := endReasonLine(info); r != "" && format != "json" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+r)
+			}
 			switch format {
 			case "table", "markdown":
 				fmt.Fprintln(cmd.OutOrStdout(), header)
