@@ -47,10 +47,23 @@ type NoiseConfig struct {
 	// off; confirm_repeats, default 5).
 	ConfirmTopK    int
 	ConfirmRepeats int
+	// Racing repeats a configuration (up to trial_config_repeat_count
+	// runs) only while it could be the best (racing.go; racing, default
+	// false). RepeatSpread "interleaved" queues each repeat behind the
+	// trials already waiting instead of back to back (repeat_spread,
+	// default "back_to_back", as mlos_bench).
+	Racing       bool
+	RepeatSpread string
 	// ConfirmNow suggests nothing new: the confirmation runs at once (bench
 	// confirm; confirm_now).
 	ConfirmNow bool
 }
+
+// Values of repeat_spread.
+const (
+	SpreadBackToBack  = "back_to_back"
+	SpreadInterleaved = "interleaved"
+)
 
 // noiseDefaults are the keys of NoiseConfig with their defaults (globals
 // reach them: --max_time 10m, --confirm_top_k 3, ...).
@@ -66,6 +79,8 @@ func noiseDefaults() map[string]any {
 		"confirm_top_k":         int64(0),
 		"confirm_repeats":       int64(5),
 		"confirm_now":           false,
+		"racing":                false,
+		"repeat_spread":         SpreadBackToBack,
 	}
 }
 
@@ -133,12 +148,20 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 	for _, b := range []struct {
 		key string
 		dst *bool
-	}{{"noise_aware", &n.NoiseAware}, {"confirm_now", &n.ConfirmNow}} {
+	}{{"noise_aware", &n.NoiseAware}, {"confirm_now", &n.ConfirmNow}, {"racing", &n.Racing}} {
 		v, ok := toBool(cfg[b.key])
 		if !ok {
 			bad(b.key, "%s must be true or false, got %v", b.key, configs.PyStr(cfg[b.key]))
 		}
 		*b.dst = v
+	}
+	switch v, _ := cfg["repeat_spread"].(string); strings.ToLower(strings.TrimSpace(v)) {
+	case SpreadBackToBack, "":
+		n.RepeatSpread = SpreadBackToBack
+	case SpreadInterleaved:
+		n.RepeatSpread = SpreadInterleaved
+	default:
+		bad("repeat_spread", "repeat_spread must be %q (default, as mlos_bench) or %q, got %v", SpreadBackToBack, SpreadInterleaved, configs.PyStr(cfg["repeat_spread"]))
 	}
 	n.Aggregate = map[string]aggregate.Policy{}
 	switch a := cfg["repeat_aggregate"].(type) {
@@ -316,6 +339,11 @@ func (d *dispatch) observeStored(t storage.Trial) {
 	}
 	sc, _ := d.s.targets.Scores(t.Status, map[string]any(t.Results))
 	d.observeStop(map[string]any(t.Results), sc)
+	if d.racingOn() && !analysis.IsConfirm(t) {
+		// Earlier runs count for racing; a configuration left short of its
+		// repeats by an interrupted run is not completed.
+		d.raceRecord(item{t: t}, t.Status, sc)
+	}
 }
 
 // recordEnd keeps why the run ended in the stats and, where the storage

@@ -184,3 +184,77 @@ func TestNoiseAwareBestNote(t *testing.T) {
 		t.Errorf("noise level not reported: %q", s.sched.Stats().NoiseBest)
 	}
 }
+
+func repeatCounts(ts []storage.Trial) map[string]int {
+	n := map[string]int{}
+	for _, tr := range ts {
+		n[tr.Params["x"]]++
+	}
+	return n
+}
+
+// Racing repeats the configurations that could be the best and runs the
+// clearly worse ones once.
+func TestRacing(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	rng := rand.New(rand.NewPCG(5, 6))
+	cfg := Config{ExperimentID: "race", TrialConfigRepeatCount: 4, Noise: NoiseConfig{Racing: true}}
+	s := newSetup(t, st, cfg, map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(10), "seed": int64(2)},
+		func(ctx context.Context, p environments.Params) environments.Result {
+			r := score(p)
+			r.Metrics["score"] = r.Metrics["score"].(float64) + rng.Float64()
+			return r
+		})
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := trials(t, s.exp)
+	counts := repeatCounts(ts)
+	once, full := 0, 0
+	for _, n := range counts {
+		if n == 1 {
+			once++
+		}
+		if n == 4 {
+			full++
+		}
+		if n > 4 {
+			t.Errorf("a configuration ran %d times, more than trial_config_repeat_count", n)
+		}
+	}
+	if len(counts) != 10 || len(ts) >= 40 || once == 0 || full == 0 {
+		t.Errorf("racing: %d trials over %d configurations, runs per configuration %v", len(ts), len(counts), counts)
+	}
+	// The best configuration (x=3 scores 0..1) got its full repeats.
+	if n, ok := counts["3"]; ok && n != 4 {
+		t.Errorf("the best configuration ran %d times", n)
+	}
+}
+
+// repeat_spread interleaved: every repeat runs, not back to back.
+func TestRepeatsInterleaved(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	cfg := Config{ExperimentID: "spread", TrialConfigRepeatCount: 3, Noise: NoiseConfig{RepeatSpread: SpreadInterleaved}}
+	s := newSetup(t, st, cfg, map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(4)}, scoreRun)
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := trials(t, s.exp)
+	if len(ts) != 12 {
+		t.Fatalf("4 configurations x 3 repeats: 12 trials, got %d", len(ts))
+	}
+	for _, n := range repeatCounts(ts) {
+		if n != 3 {
+			t.Errorf("runs per configuration %v", repeatCounts(ts))
+		}
+	}
+	backToBack := 0
+	for i := 1; i < len(ts); i++ {
+		if ts[i].Params["x"] == ts[i-1].Params["x"] {
+			backToBack++
+		}
+	}
+	if backToBack > 4 {
+		t.Errorf("%d of 11 consecutive trials ran the same configuration: not interleaved", backToBack)
+	}
+}

@@ -383,6 +383,7 @@ type dispatch struct {
 	stop        *stopper
 	stopApplied bool
 	searchEnd   string // why the search ended, before a confirmation
+	racing      *racer // adaptive or spread repeats (racing.go)
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
@@ -607,7 +608,7 @@ func (d *dispatch) loop(ctx context.Context) error {
 // worker) a driver that is still going.
 func (d *dispatch) more(ctx context.Context) (bool, error) {
 	s := d.s
-	if len(d.queue) > 0 || len(d.waiting) > 0 {
+	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() {
 		return true, nil
 	}
 	pending, err := s.exp.PendingTrials(ctx)
@@ -724,6 +725,9 @@ func (d *dispatch) refill(ctx context.Context) (bool, error) {
 	if len(claimed) > 0 || s.o.Worker {
 		return len(claimed) > 0, nil
 	}
+	if d.popDeferred() {
+		return true, nil
+	}
 	return d.suggest(ctx, want)
 }
 
@@ -759,10 +763,10 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 			return false, nil
 		}
 	}
-	k := (want + s.cfg.TrialConfigRepeatCount - 1) / s.cfg.TrialConfigRepeatCount
+	k := (want + d.repeats() - 1) / d.repeats()
 	k += s.cfg.QueueAhead
 	if s.cfg.MaxTrials > 0 {
-		k = min(k, (s.cfg.MaxTrials-d.trialCount+s.cfg.TrialConfigRepeatCount-1)/s.cfg.TrialConfigRepeatCount)
+		k = min(k, (s.cfg.MaxTrials-d.trialCount+d.repeats()-1)/d.repeats())
 	}
 	if k < 1 {
 		return false, nil
@@ -782,9 +786,9 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 	// suggestions and their repeats (as in mlos_bench, where repeat 1 of a
 	// configuration is the trial before repeat 2).
 	local := want
-	storeNow := len(sugs)*s.cfg.TrialConfigRepeatCount > want
+	storeNow := len(sugs)*d.repeats() > want
 	for _, sg := range sugs {
-		n := min(local, s.cfg.TrialConfigRepeatCount)
+		n := min(local, d.repeats())
 		if err := d.queueSuggestion(ctx, sg, n, storeNow); err != nil {
 			return false, err
 		}
@@ -836,7 +840,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 	tun := sg.Tunables
 	meta := d.metadata(tun)
 	hash := tun.Hash()
-	for r := 1; r <= s.cfg.TrialConfigRepeatCount; r++ {
+	for r := 1; r <= d.repeats(); r++ {
 		if s.cfg.MaxTrials > 0 && d.trialCount >= s.cfg.MaxTrials {
 			return nil
 		}
@@ -1242,6 +1246,7 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	if out.Status != trial.CANCELED {
 		sc, _ := s.targets.Scores(out.Status, out.Results)
 		d.observeStop(out.Results, sc)
+		d.race(it, out, sc)
 	}
 	s.logFinished(t, out)
 	d.observed[t.ID] = true
