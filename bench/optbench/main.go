@@ -89,6 +89,7 @@ func run(args []string, w io.Writer) error {
 	parallel := fs.Bool("parallel", true, "also run GP-BO with 4 suggestions per round on branin")
 	multi := fs.Bool("multi", true, "also run the two-objective Branin-Currin sanity check")
 	defaults := fs.Bool("defaults", false, "start each run from the function's default point (start_with_defaults)")
+	highDim := fs.String("highdim", "", "instead: the many-dimensions benchmark with these budgets ACKLEY,BRANIN30, e.g. 500,50 (see highdim.go)")
 	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -119,6 +120,14 @@ func run(args []string, w io.Writer) error {
 		if !found {
 			return fmt.Errorf("unknown function %q (known: branin, hartmann6, rosenbrock4, mixed, levy10)", name)
 		}
+	}
+	if *highDim != "" {
+		b, err := parseInts(*highDim)
+		if err != nil || len(b) != 2 || b[0] < 8 || b[1] < 2 {
+			return fmt.Errorf("-highdim: want two budgets like 500,50")
+		}
+		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
+		return benchHighDim(w, cfg, b[0], b[1])
 	}
 	if *noiseLevels != "" {
 		var sigmas []float64

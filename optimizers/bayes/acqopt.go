@@ -67,6 +67,9 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 	if o.aware {
 		a.best, a.noise = aeiThreshold(g), g.noise
 	}
+	if o.tr != nil && o.m == 1 && o.enumerate() == nil && o.hist.Len() >= trStartFactor*d {
+		return o.maximizeAcqTrust(a, avoid)
+	}
 
 	if enum := o.enumerate(); enum != nil {
 		var best tunables.Point

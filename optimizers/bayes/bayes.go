@@ -56,6 +56,9 @@ type Options struct {
 	MaxTrials int
 	// NoOutputWarping turns off the power transform of the targets.
 	NoOutputWarping bool
+	// TrustRegion: 0 uses trust regions (trust.go) from
+	// TrustRegionMinDims dimensions up, 1 always, -1 never.
+	TrustRegion int
 }
 
 // Tuning constants of the acquisition optimization.
@@ -90,7 +93,8 @@ type Optimizer struct {
 	baseN  int // -1: must be rebuilt
 	enum   []tunables.Point
 	enumOK bool
-	aware  bool // noise-aware mode (noise.go)
+	aware  bool         // noise-aware mode (noise.go)
+	tr     *trustRegion // nil: global search (trust.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -136,6 +140,9 @@ func New(dims []tunables.Dim, opts Options) (*Optimizer, error) {
 		baseN: -1,
 	}
 	o.hist = history.New(sp, o.m)
+	if opts.TrustRegion > 0 || (opts.TrustRegion == 0 && d >= TrustRegionMinDims) {
+		o.tr = newTrustRegion(d)
+	}
 	for i, dm := range sp.Dims() {
 		o.cat[i] = dm.Kind == tunables.DimCategorical
 	}
@@ -151,6 +158,11 @@ func (o *Optimizer) Observe(obs ...Observation) error {
 	idx, err := o.hist.AddAll(obs)
 	if err != nil {
 		return err
+	}
+	if o.tr != nil && o.m == 1 {
+		for _, ob := range obs {
+			o.tr.update(ob.Y[0])
+		}
 	}
 	for _, i := range idx {
 		if i < o.baseN {
