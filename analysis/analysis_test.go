@@ -144,3 +144,22 @@ func TestBestAnswer(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 }
+
+func TestAggregateNote(t *testing.T) {
+	objs := trial.Objectives{{Name: "lat"}, {Name: "tps", Max: true}}
+	if n := AggregateNote(objs, nil); n != "" {
+		t.Errorf("the mean needs no note: %q", n)
+	}
+	med, _ := aggregate.Parse("median")
+	n := AggregateNote(objs, Policies{med})
+	if n != "repeat aggregate: lat=median tps=mean" {
+		t.Errorf("note %q", n)
+	}
+	p := PoliciesFromNotes([]string{"x", n}, objs)
+	if len(p) != 2 || p[0] != med || p[1] != aggregate.Default {
+		t.Errorf("read back %v", p)
+	}
+	if PoliciesFromNotes(nil, objs) != nil {
+		t.Error("no note, yet policies")
+	}
+}

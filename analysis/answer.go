@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/benchtune/bench/internal/aggregate"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -117,4 +118,51 @@ func (a Answer) Describe(objs trial.Objectives) string {
 		s += fmt.Sprintf(" over %d runs, 95%% interval [%.6g, %.6g], CV %.1f%%", c.Spread.N, c.Spread.Lo, c.Spread.Hi, 100*c.Spread.CV)
 	}
 	return s
+}
+
+// AggregatePrefix starts the experiment note that records how its repeats
+// are aggregated when that is not the mean: "repeat aggregate: score=median".
+const AggregatePrefix = "repeat aggregate: "
+
+// AggregateNote records pols (in target order) as a note ("" when all are
+// the mean).
+func AggregateNote(objs trial.Objectives, pols Policies) string {
+	var parts []string
+	custom := false
+	for i, o := range objs {
+		p := pols.of(i)
+		custom = custom || p != aggregate.Default
+		parts = append(parts, o.Name+"="+p.String())
+	}
+	if !custom {
+		return ""
+	}
+	return AggregatePrefix + strings.Join(parts, " ")
+}
+
+// PoliciesFromNotes reads the last aggregate note (nil: the mean).
+func PoliciesFromNotes(notes []string, objs trial.Objectives) Policies {
+	for i := len(notes) - 1; i >= 0; i-- {
+		rest, ok := strings.CutPrefix(notes[i], AggregatePrefix)
+		if !ok {
+			continue
+		}
+		byName := map[string]aggregate.Policy{}
+		for _, f := range strings.Fields(rest) {
+			k, v, _ := strings.Cut(f, "=")
+			if p, err := aggregate.Parse(v); err == nil {
+				byName[k] = p
+			}
+		}
+		var out Policies
+		for _, o := range objs {
+			p, ok := byName[o.Name]
+			if !ok {
+				p = aggregate.Default
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	return nil
 }

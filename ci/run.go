@@ -79,7 +79,7 @@ func best(ctx context.Context, l *configs.Launch, id string) (Entry, error) {
 	// The experiment's answer: its confirmed winner, a noise-aware run's
 	// pick, else (as before) the best trial.
 	targets := storage.Targets(exp.Info().Objectives)
-	top, ok := analysis.Best(exp.Info().Notes, trials, targets, nil)
+	top, ok := analysis.Best(exp.Info().Notes, trials, targets, analysis.PoliciesFromNotes(exp.Info().Notes, targets))
 	if !ok {
 		return Entry{}, fmt.Errorf("--best-of %q: no successful trial with values for its objectives", id)
 	}

@@ -11,7 +11,7 @@ import (
 // (analysis.Best); else BestTrial.
 func reportBest(in ReportInput) (id int, how string, ok bool) {
 	objs := storage.Targets(in.Info.Objectives)
-	if a, found := analysis.Best(in.Info.Notes, in.Trials, objs, nil); found && a.Basis != analysis.BasisObservation {
+	if a, found := analysis.Best(in.Info.Notes, in.Trials, objs, analysis.PoliciesFromNotes(in.Info.Notes, objs)); found && a.Basis != analysis.BasisObservation {
 		how = a.Describe(objs)
 		if a.Verdict != nil {
 			how += ". " + a.Verdict.Line()

@@ -355,6 +355,9 @@ func (s *Scheduler) recordEnd(ctx context.Context, reason string) {
 	if n := s.noiseBestNote(); n != "" {
 		notes = append([]string{n}, notes...)
 	}
+	if n := analysis.AggregateNote(s.targets, s.policies()); n != "" {
+		notes = append([]string{n}, notes...)
+	}
 	if na, ok := s.exp.(storage.NoteAdder); ok {
 		if err := na.AddNotes(ctx, notes...); err != nil {
 			s.log.Warn("storing why the run ended", "err", err)

@@ -36,7 +36,7 @@ func printNoiseSummary(w io.Writer, s *launcher.Summary) {
 func experimentAnswerLines(info storage.ExperimentInfo, trials []storage.Trial) []string {
 	var out []string
 	objs := storage.Targets(info.Objectives)
-	if a, ok := analysis.Best(info.Notes, trials, objs, nil); ok && a.Basis != analysis.BasisObservation {
+	if a, ok := analysis.Best(info.Notes, trials, objs, analysis.PoliciesFromNotes(info.Notes, objs)); ok && a.Basis != analysis.BasisObservation {
 		out = append(out, "Best: "+a.Describe(objs)+fmt.Sprintf(", trial %d", a.TrialID))
 		if a.Verdict != nil {
 			out = append(out, "Confirmation: "+a.Verdict.Line())
@@ -58,6 +58,9 @@ func endReasonLine(info storage.ExperimentInfo) string {
 // (policy per target), with their spread, best first.
 func writeByConfig(w io.Writer, info storage.ExperimentInfo, trials []storage.Trial, pols analysis.Policies, format string) error {
 	objs := storage.Targets(info.Objectives)
+	if pols == nil {
+		pols = analysis.PoliciesFromNotes(info.Notes, objs) // the experiment's own repeat_aggregate
+	}
 	cs := analysis.ByConfig(trials, objs, pols, false)
 	if format == "json" {
 		return writeJSON(w, cs)

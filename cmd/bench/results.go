@@ -193,7 +193,7 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 	cmd.Flags().StringArrayVar(&q.where, "where", nil, "only trials whose tunable (or result) NAME=VALUE (repeatable)")
 	cmd.Flags().StringVar(&q.sort, "sort", "", "sort by this column (e.g. result.score, config.level, duration; -COLUMN: descending)")
 	cmd.Flags().BoolVar(&byConfig, "by-config", false, "one row per configuration: its repeats aggregated (--aggregate), their CV and 95% interval, best first")
-	cmd.Flags().StringVar(&aggSpec, "aggregate", "mean", "with --by-config: mean, median, min, max, trimmed_mean[:F], mean_minus_ksd[:K], or TARGET=POLICY,...")
+	cmd.Flags().StringVar(&aggSpec, "aggregate", "", "with --by-config: mean, median, min, max, trimmed_mean[:F], mean_minus_ksd[:K], or TARGET=POLICY,... (default: the experiment's repeat_aggregate, else the mean)")
 	return cmd
 }
 
