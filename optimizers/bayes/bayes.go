@@ -433,15 +433,16 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		}
 		xs, cnt, y = sx, sc, standardize(sy)
 	}
-	f := newFitData(xs, cnt, y, o.cat, o.pr)
+	pr := o.noisePriors()
+	f := newFitData(xs, cnt, y, o.cat, pr)
 	var starts []hyper
 	if o.theta != nil {
 		// Warm start from the previous estimate, plus one fresh start.
-		starts = append(starts, o.theta, o.pr.sample(o.rng))
+		starts = append(starts, o.theta, pr.sample(o.rng))
 	} else {
-		starts = append(starts, o.pr.defaultHyper())
+		starts = append(starts, pr.defaultHyper())
 		for range 4 {
-			starts = append(starts, o.pr.sample(o.rng))
+			starts = append(starts, pr.sample(o.rng))
 		}
 	}
 	o.theta, _ = fitHyper(f, starts, 60)

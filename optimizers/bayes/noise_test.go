@@ -101,3 +101,29 @@ func TestAEIPenaltyGradient(t *testing.T) {
 		}
 	}
 }
+
+// With repeats, the noise the model learns (and shows) is near the one
+// the repeats measured, not the prior's mode.
+func TestNoiseLevelFromRepeats(t *testing.T) {
+	o := oneDim(t)
+	o.SetNoise(nil, true)
+	rng := rand.New(rand.NewPCG(9, 9))
+	var obs []Observation
+	for i := range 10 {
+		x := float64(i) / 9
+		for range 3 {
+			obs = append(obs, Observation{X: tunables.Point{x}, Y: []float64{x + 0.1*rng.NormFloat64()}})
+		}
+	}
+	if err := o.Observe(obs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Suggest(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rel, _, ok := o.NoiseLevel()
+	// Expected about 0.1/sd(x) ≈ 0.1/0.32 ≈ 0.3.
+	if !ok || rel < 0.15 || rel > 0.6 {
+		t.Errorf("learned relative noise %v (ok %v), want about 0.3", rel, ok)
+	}
+}
