@@ -259,6 +259,9 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 		choose(p)
 	}
 	if len(out) < k && succeeded >= 2 {
+		if o.tr != nil && o.m == 1 && o.hist.Len() >= trStartFactor*o.sp.Len() {
+			o.tr.round(k - len(out))
+		}
 		if err := o.modelSuggest(k, pend, avoid, taken, choose, &out); err != nil {
 			return nil, err
 		}

@@ -44,36 +44,48 @@ const (
 )
 
 type trustRegion struct {
+	d          int
 	length     float64
 	succ, fail int
-	failTol    int
-	best       float64
+	best       float64 // the best observed value
+	lastBest   float64 // the best at the previous round
 	restarts   int
 }
 
 func newTrustRegion(d int) *trustRegion {
-	return &trustRegion{length: trInitLength, failTol: max(4, d), best: math.Inf(1)}
+	return &trustRegion{d: d, length: trInitLength, best: math.Inf(1), lastBest: math.Inf(1)}
 }
 
 // update takes in an observed value (to minimize).
 func (t *trustRegion) update(y float64) {
-	if math.IsInf(y, 0) || math.IsNaN(y) {
-		t.fail++
-	} else if math.IsInf(t.best, 1) || y < t.best-1e-3*math.Abs(t.best) {
+	if !math.IsInf(y, 0) && !math.IsNaN(y) {
+		t.best = min(t.best, y)
+	}
+}
+
+// round is called when a batch of k points is about to be suggested: the
+// observations since the previous round are a success when they improved
+// the best value (as TuRBO counts batches). The side doubles after 3
+// successive successes and halves after ⌈max(4, D)/k⌉ successive failures.
+func (t *trustRegion) round(k int) {
+	if math.IsInf(t.lastBest, 1) {
+		t.lastBest = t.best
+		return
+	}
+	if t.best < t.lastBest-1e-3*math.Abs(t.lastBest) {
 		t.succ++
 		t.fail = 0
 	} else {
 		t.fail++
 		t.succ = 0
 	}
-	if !math.IsInf(y, 0) && !math.IsNaN(y) {
-		t.best = min(t.best, y)
-	}
+	t.lastBest = t.best
+	failTol := (max(4, t.d) + k - 1) / max(k, 1)
 	switch {
 	case t.succ >= trSuccTol:
 		t.length = min(2*t.length, trMaxLength)
 		t.succ = 0
-	case t.fail >= t.failTol:
+	case t.fail >= failTol:
 		t.length /= 2
 		t.fail = 0
 	}

@@ -9,20 +9,25 @@ import (
 
 func TestTrustRegionUpdates(t *testing.T) {
 	tr := newTrustRegion(20)
-	for _, y := range []float64{10, 9, 8} { // three successes
+	tr.update(11)
+	tr.round(4)                             // the first round only records the best
+	for _, y := range []float64{10, 9, 8} { // three improving rounds
 		tr.update(y)
+		tr.update(50) // others in the batch do not matter
+		tr.round(4)
 	}
 	if tr.length != 2*trInitLength {
 		t.Errorf("after 3 successes the side is %v, want %v", tr.length, 2*trInitLength)
 	}
-	for range 20 { // failTol failures
+	for range 5 { // ⌈20/4⌉ failing rounds of 4
 		tr.update(100)
+		tr.round(4)
 	}
 	if tr.length != trInitLength {
-		t.Errorf("after 20 failures the side is %v, want %v", tr.length, trInitLength)
+		t.Errorf("after 5 failing rounds of 4 the side is %v, want %v", tr.length, trInitLength)
 	}
-	for range 20 * 7 {
-		tr.update(100)
+	for range 5 * 7 {
+		tr.round(4)
 	}
 	if tr.length != trInitLength || tr.restarts != 1 {
 		t.Errorf("a collapsed region restarts at its initial size: %v, %d restarts", tr.length, tr.restarts)
