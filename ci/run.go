@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchtune/bench/analysis"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,26 +76,22 @@ func best(ctx context.Context, l *configs.Launch, id string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	// The experiment's answer: its confirmed winner, a noise-aware run's
+	// pick, else (as before) the best trial.
 	targets := storage.Targets(exp.Info().Objectives)
-	var top *storage.Trial
-	var topScores []float64
-	for i := range trials {
-		sc, err := targets.Scores(trials[i].Status, trials[i].Results)
-		if err != nil {
-			continue
-		}
-		if top == nil || LexLess(sc, topScores) {
-			top, topScores = &trials[i], sc
-		}
-	}
-	if top == nil {
+	top, ok := analysis.Best(exp.Info().Notes, trials, targets, analysis.PoliciesFromNotes(exp.Info().Notes, targets))
+	if !ok {
 		return Entry{}, fmt.Errorf("--best-of %q: no successful trial with values for its objectives", id)
 	}
 	vals := make(map[string]any, len(top.Params))
 	for k, v := range top.Params {
 		vals[k] = v
 	}
-	return Entry{Label: fmt.Sprintf("best of %s (trial %d)", id, top.ID), Values: vals}, nil
+	label := fmt.Sprintf("best of %s (trial %d)", id, top.TrialID)
+	if top.Basis != analysis.BasisObservation {
+		label = fmt.Sprintf("best of %s (config %d, %s)", id, top.ConfigID, top.Basis)
+	}
+	return Entry{Label: label, Values: vals}, nil
 }
 
 // LexLess orders score vectors (to minimize) lexicographically.

@@ -31,6 +31,16 @@ type Summary struct {
 	Targets      []string          `json:"targets"`
 	Problems     []string          `json:"problems,omitempty"` // why the experiment counts as failed
 	Warnings     []string          `json:"warnings,omitempty"`
+	// EndReason says why the run ended; BestBasis how the best was chosen
+	// when it is not the best single trial (a confirmation, a noise-aware
+	// model), BestDetail the best's aggregate and spread, Confirmation the
+	// confirmation's verdict, NoiseBest the noise-aware pick with the
+	// learned noise (see launcher/noise.go).
+	EndReason    string `json:"end_reason,omitempty"`
+	BestBasis    string `json:"best_basis,omitempty"`
+	BestDetail   string `json:"best_detail,omitempty"`
+	Confirmation string `json:"confirmation,omitempty"`
+	NoiseBest    string `json:"noise_best,omitempty"`
 }
 
 // FinalScore is the best trial's target values as mlos_bench writes them
@@ -122,6 +132,9 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 		for _, tg := range targets {
 			s.BestScores[tg.Name] = best.Results[tg.Name]
 		}
+	}
+	if info, err := r.Storage.LoadExperiment(ctx, r.ExperimentID); err == nil {
+		r.noiseSummary(s, trials, info.Info().Notes)
 	}
 	finished := s.Succeeded + s.Failed + s.Canceled
 	switch {

@@ -65,6 +65,7 @@ type MlosCore struct {
 	eng     engine
 	pending map[int]tunables.Point // suggestions not yet observed, by id
 	seen    map[string]bool        // configurations already observed (snapped points)
+	noise   NoiseSettings          // noise.go
 	resumed int                    // the last id RegisterPending used (below 0)
 	// declaredDefaults: the first suggestion (start_with_defaults) keeps
 	// the declared defaults of tunables with special values (bench only,

@@ -51,6 +51,7 @@ type reportPage struct {
 	Total      int
 	Objectives []kv
 	Best       *reportRow
+	BestHow    string // how the best was chosen, when not the best trial (answer.go)
 	BestParams []kv
 	BestResult []kv
 	ParamCols  []string
@@ -102,7 +103,8 @@ func WriteReport(w io.Writer, in ReportInput) error {
 	}
 	pg.ResultCols = append(pg.ResultCols, keys(results)...)
 
-	bestID, haveBest := BestTrial(in.Info.Objectives, in.Trials)
+	bestID, bestHow, haveBest := reportBest(in)
+	pg.BestHow = bestHow
 
 	for _, t := range byID(in.Trials) {
 		r := reportRow{ID: t.ID, Status: t.Status.String(), OK: t.Status == trial.SUCCEEDED, Reason: t.FailureReason,
@@ -203,7 +205,7 @@ figcaption { color: #555; font-size: 0.9em; }
 </table>
 
 <h2>Best configuration</h2>
-{{with .Best}}<p>Trial {{.ID}}{{if .Duration}} ({{.Duration}}){{end}}</p>
+{{with .Best}}<p>Trial {{.ID}}{{if .Duration}} ({{.Duration}}){{end}}</p>{{if $.BestHow}}<p>{{$.BestHow}}</p>{{end}}
 <table class="best">
 <tr><th colspan="2">Tunables</th></tr>
 {{range $.BestParams}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>{{end}}

@@ -126,6 +126,9 @@ type Config struct {
 	// on stdin (passive_prompt): "auto" (default: when stdin is a
 	// terminal), "true" or "false".
 	PassivePrompt string
+	// Noise holds the stopping rules and the settings for noisy
+	// benchmarks (noise.go).
+	Noise NoiseConfig
 }
 
 // Runner kinds (Config.Runner, and RunnerKind).
@@ -202,7 +205,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	if !ok {
 		return Config{}, ref.Child("class").Errorf("unknown scheduler class %q; known classes: %s", class, strings.Join(Classes(), ", "))
 	}
-	cfg := defaults(defaultExperimentID, teardown)
+	cfg := withNoiseDefaults(defaults(defaultExperimentID, teardown))
 	maps.Copy(cfg, fileCfg)
 	g := maps.Clone(globals)
 	delete(g, "teardown") // --no-teardown is applied below, never by a global
@@ -342,6 +345,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	default:
 		bad("passive_prompt", "passive_prompt must be true, false or \"auto\", got %v", configs.PyStr(p))
 	}
+	out.Noise = decodeNoise(cfg, bad)
 	if len(errs) > 0 {
 		return out, errs[0]
 	}

@@ -75,6 +75,14 @@ type Stats struct {
 	Resumed   int // trials that were already finished before this process
 	// Remaining counts trials left pending (interrupted runs).
 	Remaining int
+	// EndReason says why the run ended (a stopping rule, the budget, bench
+	// stop, ...); it is stored as a note of the experiment.
+	EndReason string
+	// Confirmation is the verdict of the confirmation phase ("": none).
+	Confirmation string
+	// NoiseBest says how a noise-aware run picked its best ("": not
+	// noise-aware), with the learned noise level.
+	NoiseBest string
 }
 
 // ErrStopped is wrapped when the experiment stopped before its budget was
@@ -157,6 +165,7 @@ func New(cfg Config, runners []Runner, opt optimizers.Optimizer, exp storage.Exp
 		return nil, errors.New("scheduler: no tunables")
 	}
 	s.stats.Planned = s.planned()
+	s.applyNoise()
 	return s, nil
 }
 
@@ -222,6 +231,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	runErr := d.loop(ctx)
+	runErr = d.confirmPhase(ctx, runErr)
 	final := context.WithoutCancel(ctx)
 	if s.o.Worker {
 		if err := s.exp.UnregisterWorker(final); err != nil {
@@ -245,6 +255,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if err := s.exp.SetStatus(final, st, time.Time{}); err != nil {
 			s.log.Warn("storing the experiment's status", "err", err)
 		}
+		s.recordEnd(final, d.endReason(runErr, ctx.Err() != nil))
 	}
 	tdErr := s.teardown(ctx)
 	return errors.Join(runErr, tdErr)
@@ -355,11 +366,18 @@ type dispatch struct {
 	// feedSeq is the storage change feed's number this process has read
 	// up to (pollOthers reads the trials changed since).
 	feedSeq int64
+	// stop applies the stopping rules (noise.go); stopApplied is set once
+	// the queue was cut when one fired.
+	stop        *stopper
+	stopApplied bool
+	searchEnd   string // why the search ended, before a confirmation
+	racing      *racer // adaptive or spread repeats (racing.go)
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
-		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{}}
+		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{},
+		stop: newStopper(s.cfg.Noise, nil)}
 	d.idle = append(d.idle, s.runners...)
 	all, seq, err := s.exp.Changes(ctx, 0)
 	if err != nil {
@@ -386,6 +404,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		}
 		s.stats.Resumed++
 		d.observed[t.ID] = true
+		d.observeStored(t)
 		switch t.Status {
 		case trial.SUCCEEDED:
 			d.succeeded++
@@ -592,7 +611,7 @@ func (d *dispatch) loop(ctx context.Context) error {
 // worker) a driver that is still going.
 func (d *dispatch) more(ctx context.Context) (bool, error) {
 	s := d.s
-	if len(d.queue) > 0 || len(d.waiting) > 0 {
+	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() {
 		return true, nil
 	}
 	pending, err := s.exp.PendingTrials(ctx)
@@ -629,6 +648,7 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 // fill starts trials on idle runners: queued ones first (retries, claimed,
 // repeats), then trials claimed from storage, then new suggestions.
 func (d *dispatch) fill(ctx context.Context) error {
+	d.applyStop()
 	for len(d.running) < d.limit() && len(d.idle) > 0 {
 		if len(d.queue) == 0 {
 			progressed, err := d.refill(ctx)
@@ -707,6 +727,9 @@ func (d *dispatch) refill(ctx context.Context) (bool, error) {
 	if len(claimed) > 0 || s.o.Worker {
 		return len(claimed) > 0, nil
 	}
+	if d.popDeferred() {
+		return true, nil
+	}
 	return d.suggest(ctx, want)
 }
 
@@ -723,7 +746,7 @@ func (d *dispatch) itemFor(t storage.Trial) item {
 // notDone reports whether the budget allows more suggestions.
 func (d *dispatch) notDone() bool {
 	s := d.s
-	return !d.noMore && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials)
+	return !d.noMore && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials) && !d.stopFired()
 }
 
 // suggest asks the optimizer for configurations for want idle runners and
@@ -742,7 +765,7 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 			return false, nil
 		}
 	}
-	k := s.cfg.budget().Suggestions(want, s.cfg.QueueAhead, d.trialCount)
+	k := trial.Budget{Repeats: d.repeats(), MaxTrials: s.cfg.MaxTrials}.Suggestions(want, s.cfg.QueueAhead, d.trialCount)
 	if k < 1 {
 		return false, nil
 	}
@@ -761,9 +784,9 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 	// suggestions and their repeats (as in mlos_bench, where repeat 1 of a
 	// configuration is the trial before repeat 2).
 	local := want
-	storeNow := len(sugs)*s.cfg.TrialConfigRepeatCount > want
+	storeNow := len(sugs)*d.repeats() > want
 	for _, sg := range sugs {
-		n := min(local, s.cfg.TrialConfigRepeatCount)
+		n := min(local, d.repeats())
 		if err := d.queueSuggestion(ctx, sg, n, storeNow); err != nil {
 			return false, err
 		}
@@ -815,7 +838,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 	tun := sg.Tunables
 	meta := d.metadata(tun)
 	hash := tun.Hash()
-	for r := 1; r <= s.cfg.TrialConfigRepeatCount; r++ {
+	for r := 1; r <= d.repeats(); r++ {
 		if s.cfg.MaxTrials > 0 && d.trialCount >= s.cfg.MaxTrials {
 			return nil
 		}
@@ -1206,6 +1229,11 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 		}
 	case trial.CANCELED:
 		own(&s.stats.Canceled)
+	}
+	if out.Status != trial.CANCELED {
+		sc, _ := s.targets.Scores(out.Status, out.Results)
+		d.observeStop(out.Results, sc)
+		d.race(it, out, sc)
 	}
 	s.logFinished(t, out)
 	d.observed[t.ID] = true

@@ -58,7 +58,7 @@ var allMethods = []method{
 	}},
 }
 
-var allProblems = []func() problem{braninProblem, hartmannProblem, rosenbrockProblem, mixedProblem}
+var allProblems = []func() problem{braninProblem, hartmannProblem, rosenbrockProblem, mixedProblem, levy10Problem}
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
@@ -89,6 +89,8 @@ func run(args []string, w io.Writer) error {
 	parallel := fs.Bool("parallel", true, "also run GP-BO with 4 suggestions per round on branin")
 	multi := fs.Bool("multi", true, "also run the two-objective Branin-Currin sanity check")
 	defaults := fs.Bool("defaults", false, "start each run from the function's default point (start_with_defaults)")
+	highDim := fs.String("highdim", "", "instead: the many-dimensions benchmark with these budgets ACKLEY,BRANIN30, e.g. 500,50 (see highdim.go)")
+	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -116,8 +118,31 @@ func run(args []string, w io.Writer) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("unknown function %q (known: branin, hartmann6, rosenbrock4, mixed)", name)
+			return fmt.Errorf("unknown function %q (known: branin, hartmann6, rosenbrock4, mixed, levy10)", name)
 		}
+	}
+	if *highDim != "" {
+		b, err := parseInts(*highDim)
+		if err != nil || len(b) != 2 || b[0] < 8 || b[1] < 2 {
+			return fmt.Errorf("-highdim: want two budgets like 500,50")
+		}
+		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
+		return benchHighDim(w, cfg, b[0], b[1])
+	}
+	if *noiseLevels != "" {
+		var sigmas []float64
+		for _, f := range splitList(*noiseLevels) {
+			var v float64
+			if _, err := fmt.Sscan(f, &v); err != nil || v < 0 {
+				return fmt.Errorf("-noise: %q is not a noise level", f)
+			}
+			sigmas = append(sigmas, v)
+		}
+		if cfg.budget <= confirmK*confirmM {
+			return fmt.Errorf("-noise needs -budget above %d (the confirmation's evaluations)", confirmK*confirmM)
+		}
+		fmt.Fprintf(w, "optbench -noise: %d seeds, budget %d, %d workers\n\n", cfg.seeds, cfg.budget, cfg.workers)
+		return benchNoise(w, cfg, probs, sigmas)
 	}
 	var meths []method
 	for _, name := range cfg.methods {

@@ -105,3 +105,27 @@ func TestRunBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestRunNoiseSmall(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-noise", "0.1", "-funcs", "branin", "-seeds", "2", "-budget", "20"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"deployed regret", "noise-free GP regret", "10%", "naive/confirm"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := run([]string{"-noise", "0.1", "-budget", "10"}, &bytes.Buffer{}); err == nil {
+		t.Error("a budget below the confirmation's evaluations was accepted")
+	}
+	// The 10-D function's optimum.
+	p := levy10Problem()
+	x := make(tunables.Point, 10)
+	for i := range x {
+		x[i] = 11.0 / 20 // x_i = 1 on [-10, 10]
+	}
+	if v := p.f(x)[0]; math.Abs(v-1) > 1e-9 {
+		t.Errorf("levy10 at its optimum: %v", v)
+	}
+}

@@ -72,7 +72,7 @@ stores everything and repeats.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd(), newPlotCmd(), newReportCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd(), newPlotCmd(), newReportCmd(), newConfirmCmd())
 	return root
 }
 

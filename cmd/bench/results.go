@@ -111,6 +111,8 @@ func newResultsCmd() *cobra.Command {
 	var list, front bool
 	var q trialQuery
 	var cols columnSel
+	var byConfig bool
+	var aggSpec string
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Show an experiment's trials with their parameters and results",
@@ -155,6 +157,7 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 				return err
 			}
 			total := len(trials)
+			all := trials
 			info := exp.Info()
 			if front {
 				trials = paretoTrials(info.Objectives, trials)
@@ -170,12 +173,29 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 			if info.Status != stored {
 				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
 			}
+			extra := experimentAnswerLines(info, all)
+			if r := endReasonLine(info); r != "" && format != "json" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+r)
+			}
 			switch format {
 			case "table", "markdown":
 				fmt.Fprintln(cmd.OutOrStdout(), header)
+				for _, l := range extra {
+					fmt.Fprintln(cmd.OutOrStdout(), l)
+				}
 				fmt.Fprintln(cmd.OutOrStdout())
 			case "csv":
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+header)
+				for _, l := range extra {
+					fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+l)
+				}
+			}
+			if byConfig {
+				pols, err := parsePolicies(aggSpec, storage.Targets(info.Objectives))
+				if err != nil {
+					return exitWith(exitUsage, err)
+				}
+				return writeByConfig(cmd.OutOrStdout(), info, trials, pols, format)
 			}
 			return writeTrialColumns(cmd.OutOrStdout(), info, trials, format, cols)
 		},
@@ -190,6 +210,8 @@ duration; a leading - sorts descending; numbers sort as numbers).`,
 	cmd.Flags().BoolVar(&cols.all, "all", false, "table and markdown: also show the built-in bench.* measurements (CSV and JSON always have every column)")
 	cmd.Flags().StringSliceVar(&cols.metrics, "metrics", nil, "table and markdown: also show these built-in measurements, by name or pattern (e.g. bench.*.run.wall_s)")
 	cmd.Flags().StringVar(&q.sort, "sort", "", "sort by this column (e.g. result.score, config.level, duration; -COLUMN: descending)")
+	cmd.Flags().BoolVar(&byConfig, "by-config", false, "one row per configuration: its repeats aggregated (--aggregate), their CV and 95% interval, best first")
+	cmd.Flags().StringVar(&aggSpec, "aggregate", "", "with --by-config: mean, median, min, max, trimmed_mean[:F], mean_minus_ksd[:K], or TARGET=POLICY,... (default: the experiment's repeat_aggregate, else the mean)")
 	return cmd
 }
 

@@ -65,6 +65,10 @@ Options (both _ and - spellings work; list options take one or more values):
 Any other --NAME VALUE (or --NAME=VALUE) sets the global NAME, overriding
 globals files: e.g. --max_suggestions 20 --max_trials 50 --experiment_id E2.
 Globals reach configs that already have a key of that name.
+Stopping rules and noise settings are such globals too (bench only, see
+docs/scheduling.md): --max_time 2h, --max_cost 100 --cost_metric NAME,
+--converged_trials 20, --repeat_aggregate median, --racing true,
+--noise_aware true, --confirm_top_k 3 --confirm_repeats 8.
 
 Precedence: CLI config file < globals files (in order) < --NAME VALUE <
 explicit options. Values of globals may use $name and ${name}, expanded
@@ -333,6 +337,7 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format, storage
 			fmt.Fprintf(w, "  %s = %s\n", k, s.BestConfig[k])
 		}
 	}
+	printNoiseSummary(w, s)
 	for _, warn := range s.Warnings {
 		fmt.Fprintln(stderr, "bench: warning:", warn)
 	}

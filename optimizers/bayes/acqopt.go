@@ -14,6 +14,7 @@ type acq struct {
 	o       *Optimizer
 	g       *gp
 	best    float64
+	noise   float64 // > 0: augmented EI's penalty (noise-aware mode)
 	dmu, dv []float64
 	grad    []float64
 	dimsBuf []int
@@ -25,7 +26,8 @@ func (a *acq) value(p tunables.Point) float64 {
 
 func (a *acq) valueX(x []float64) float64 {
 	mu, v := a.g.predict(x)
-	return logEI(a.best, mu, v)
+	pen, _ := aeiPenalty(v, a.noise)
+	return logEI(a.best, mu, v) + pen
 }
 
 // valueGrad returns log EI at features x and its gradient with respect to
@@ -41,6 +43,13 @@ func (a *acq) valueGrad(x []float64, dims []int) float64 {
 		dz := (-a.dmu[j] - z*ds) / s
 		a.grad[j] = ds/s + dl*dz
 	}
+	if a.noise > 0 {
+		pen, dpen := aeiPenalty(v, a.noise)
+		f += pen
+		for j := range dims {
+			a.grad[j] += dpen * a.dv[j]
+		}
+	}
 	return f
 }
 
@@ -55,6 +64,12 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 	d := o.sp.Len()
 	a := &acq{o: o, g: g, best: incumbent(g),
 		dmu: make([]float64, d), dv: make([]float64, d), grad: make([]float64, d)}
+	if o.aware {
+		a.best, a.noise = aeiThreshold(g), g.noise
+	}
+	if o.tr != nil && o.m == 1 && o.enumerate() == nil && o.hist.Len() >= trStartFactor*d {
+		return o.maximizeAcqTrust(a, avoid)
+	}
 
 	if enum := o.enumerate(); enum != nil {
 		var best tunables.Point

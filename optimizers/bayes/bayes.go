@@ -56,6 +56,9 @@ type Options struct {
 	MaxTrials int
 	// NoOutputWarping turns off the power transform of the targets.
 	NoOutputWarping bool
+	// TrustRegion: 0 uses trust regions (trust.go) from
+	// TrustRegionMinDims dimensions up, 1 always, -1 never.
+	TrustRegion int
 }
 
 // Tuning constants of the acquisition optimization.
@@ -90,6 +93,8 @@ type Optimizer struct {
 	baseN  int // -1: must be rebuilt
 	enum   []tunables.Point
 	enumOK bool
+	aware  bool         // noise-aware mode (noise.go)
+	tr     *trustRegion // nil: global search (trust.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -135,6 +140,9 @@ func New(dims []tunables.Dim, opts Options) (*Optimizer, error) {
 		baseN: -1,
 	}
 	o.hist = history.New(sp, o.m)
+	if opts.TrustRegion > 0 || (opts.TrustRegion == 0 && d >= TrustRegionMinDims) {
+		o.tr = newTrustRegion(d)
+	}
 	for i, dm := range sp.Dims() {
 		o.cat[i] = dm.Kind == tunables.DimCategorical
 	}
@@ -150,6 +158,11 @@ func (o *Optimizer) Observe(obs ...Observation) error {
 	idx, err := o.hist.AddAll(obs)
 	if err != nil {
 		return err
+	}
+	if o.tr != nil && o.m == 1 {
+		for _, ob := range obs {
+			o.tr.update(ob.Y[0])
+		}
 	}
 	for _, i := range idx {
 		if i < o.baseN {
@@ -246,6 +259,9 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 		choose(p)
 	}
 	if len(out) < k && succeeded >= 2 {
+		if o.tr != nil && o.m == 1 && o.hist.Len() >= trStartFactor*o.sp.Len() {
+			o.tr.round(k - len(out))
+		}
 		if err := o.modelSuggest(k, pend, avoid, taken, choose, &out); err != nil {
 			return nil, err
 		}
@@ -348,8 +364,9 @@ func (o *Optimizer) targets(lam []float64) []float64 {
 func (o *Optimizer) counts() []float64 {
 	entries := o.hist.Entries()
 	c := make([]float64, len(entries))
+	het := o.hetFactors()
 	for i, e := range entries {
-		c[i] = float64(e.N)
+		c[i] = float64(e.N) / het[i]
 		if e.N == 0 {
 			c[i] = float64(e.Failed)
 		}
@@ -419,15 +436,16 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		}
 		xs, cnt, y = sx, sc, standardize(sy)
 	}
-	f := newFitData(xs, cnt, y, o.cat, o.pr)
+	pr := o.noisePriors()
+	f := newFitData(xs, cnt, y, o.cat, pr)
 	var starts []hyper
 	if o.theta != nil {
 		// Warm start from the previous estimate, plus one fresh start.
-		starts = append(starts, o.theta, o.pr.sample(o.rng))
+		starts = append(starts, o.theta, pr.sample(o.rng))
 	} else {
-		starts = append(starts, o.pr.defaultHyper())
+		starts = append(starts, pr.defaultHyper())
 		for range 4 {
-			starts = append(starts, o.pr.sample(o.rng))
+			starts = append(starts, pr.sample(o.rng))
 		}
 	}
 	o.theta, _ = fitHyper(f, starts, 60)

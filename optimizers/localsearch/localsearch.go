@@ -482,3 +482,11 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+// SetAggregator sets how repeated measurements of a point are aggregated
+// (nil: the mean). Call it before the first observation.
+func (o *Optimizer) SetAggregator(agg history.Aggregator) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.hist.SetAggregator(agg)
+}

@@ -20,23 +20,48 @@ type Entry struct {
 	Sum []float64
 	// N counts successful measurements, Failed failed ones (+Inf).
 	N, Failed int
+	// Vals holds, per objective, every successful measurement.
+	Vals [][]float64
+	h    *History
 }
+
+// Aggregator turns the successful measurements of objective j of a point
+// into one value (to minimize). nil: the mean.
+type Aggregator func(j int, scores []float64) float64
 
 // Count is the total number of measurements of the point.
 func (e *Entry) Count() int { return e.N + e.Failed }
 
-// Mean returns the mean of the successful measurements per objective, or
-// +Inf everywhere when every measurement failed.
+// Mean returns the aggregate of the successful measurements per
+// objective (the mean unless the history has an Aggregator), or +Inf
+// everywhere when every measurement failed.
 func (e *Entry) Mean() []float64 {
 	m := make([]float64, len(e.Sum))
 	for i, s := range e.Sum {
-		if e.N == 0 {
+		switch {
+		case e.N == 0:
 			m[i] = math.Inf(1)
-		} else {
+		case e.h != nil && e.h.agg != nil:
+			m[i] = e.h.agg(i, e.Vals[i])
+		default:
 			m[i] = s / float64(e.N)
 		}
 	}
 	return m
+}
+
+// Var returns the sample variance of objective j's successful
+// measurements (0 for fewer than two).
+func (e *Entry) Var(j int) float64 {
+	if e.N < 2 {
+		return 0
+	}
+	mean := e.Sum[j] / float64(e.N)
+	s := 0.0
+	for _, v := range e.Vals[j] {
+		s += (v - mean) * (v - mean)
+	}
+	return s / float64(e.N-1)
 }
 
 // History is the merged record of observations.
@@ -47,7 +72,12 @@ type History struct {
 	byKey   map[string]int
 	// Order lists the entry index of every observation, in arrival order.
 	order []int
+	agg   Aggregator
 }
+
+// SetAggregator sets how repeated measurements of a point are aggregated
+// (nil: the mean).
+func (h *History) SetAggregator(a Aggregator) { h.agg = a }
 
 // New returns an empty history for numObjectives objectives.
 func New(sp *space.Space, numObjectives int) *History {
@@ -91,7 +121,7 @@ func (h *History) add(o algo.Observation) int {
 	i, ok := h.byKey[key]
 	if !ok {
 		i = len(h.entries)
-		h.entries = append(h.entries, &Entry{X: x, Key: key, Sum: make([]float64, h.m)})
+		h.entries = append(h.entries, &Entry{X: x, Key: key, Sum: make([]float64, h.m), Vals: make([][]float64, h.m), h: h})
 		h.byKey[key] = i
 	}
 	e := h.entries[i]
@@ -106,6 +136,7 @@ func (h *History) add(o algo.Observation) int {
 	} else {
 		for j, v := range o.Y {
 			e.Sum[j] += v
+			e.Vals[j] = append(e.Vals[j], v)
 		}
 		e.N++
 	}

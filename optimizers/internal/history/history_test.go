@@ -2,6 +2,7 @@ package history
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,5 +120,26 @@ func TestBestAndParetoFront(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantFront, front); diff != "" {
 		t.Errorf("ParetoFront mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// An aggregator replaces the mean of repeated measurements; the spread
+// is kept.
+func TestAggregator(t *testing.T) {
+	sp, err := space.New([]tunables.Dim{{Name: "x", Tunable: "x", Kind: tunables.DimNumeric}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(sp, 1)
+	h.SetAggregator(func(_ int, v []float64) float64 { return slices.Min(v) })
+	if _, err := h.AddAll([]algo.Observation{{X: tunables.Point{0.5}, Y: []float64{3}}, {X: tunables.Point{0.5}, Y: []float64{1}}, {X: tunables.Point{0.5}, Y: []float64{2}}}); err != nil {
+		t.Fatal(err)
+	}
+	e := h.Entries()[0]
+	if got := e.Mean()[0]; got != 1 {
+		t.Errorf("aggregate %v, want the min 1", got)
+	}
+	if got := e.Var(0); got != 1 {
+		t.Errorf("variance %v, want 1", got)
 	}
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/benchtune/bench/optimizers/bayes"
+	"github.com/benchtune/bench/tunables"
+)
+
+// The noise benchmark (-noise): each test function observed with
+// multiplicative noise y = f(x)·(1 + σ·ε), ε standard normal, except for
+// 2% heavy outliers where ε is ten times wider. What counts is the TRUE
+// value f(x) of the configuration each method finally reports (its
+// deployed regret f(x) − f*), at an equal total number of evaluations:
+//
+//	noisefree  today's GP on the noise-free function, best observation (the reference)
+//	naive      today's GP on the noisy function, best single observation
+//	aware      the noise-aware GP (heteroscedastic noise, augmented EI), its posterior-mean best
+//	confirm    the noise-aware GP for N − k·M evaluations, then its k best (posterior mean)
+//	           re-run M times each, interleaved; the re-runs join the model and the
+//	           candidate with the lowest posterior mean wins
+const (
+	outlierProb  = 0.02
+	outlierScale = 10.0
+	confirmK     = 3
+	confirmM     = 5
+)
+
+// levy10Problem is Levy's function in 10-D on [-10,10]^10, plus 1 so that
+// its optimum (at x_i = 1) is 1 and multiplicative noise stays noise there.
+func levy10Problem() problem {
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("x%d", i+1)
+	}
+	init := make(tunables.Point, 10)
+	for i := range init {
+		init[i] = 0.5
+	}
+	return problem{
+		name: "levy10", optimum: 1, box: "[-10,10]^10, plus 1",
+		dims: continuous(names...),
+		f: func(p tunables.Point) []float64 {
+			w := make([]float64, len(p))
+			for i, u := range p {
+				w[i] = 1 + (scale(u, -10, 10)-1)/4
+			}
+			s := math.Pow(math.Sin(math.Pi*w[0]), 2)
+			for i := 0; i < len(w)-1; i++ {
+				s += (w[i] - 1) * (w[i] - 1) * (1 + 10*math.Pow(math.Sin(math.Pi*w[i]+1), 2))
+			}
+			d := w[len(w)-1]
+			s += (d - 1) * (d - 1) * (1 + math.Pow(math.Sin(2*math.Pi*d), 2))
+			return []float64{s + 1}
+		},
+		initial: init,
+	}
+}
+
+func noisy(f float64, sigma float64, rng *rand.Rand) float64 {
+	e := rng.NormFloat64()
+	if rng.Float64() < outlierProb {
+		e *= outlierScale
+	}
+	return f * (1 + sigma*e)
+}
+
+var noiseMethods = []string{"noisefree", "naive", "aware", "confirm"}
+
+// noiseRun returns the true value of the configuration a method reports.
+func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (float64, error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
+	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
+	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget})
+	if err != nil {
+		return 0, err
+	}
+	aware := method == "aware" || method == "confirm"
+	if aware {
+		o.SetNoise(nil, true)
+	}
+	search := budget
+	if method == "confirm" {
+		search = budget - confirmK*confirmM
+	}
+	bestObs, bestX := math.Inf(1), tunables.Point(nil)
+	for range search {
+		pts, err := o.Suggest(1, nil)
+		if err != nil {
+			return 0, err
+		}
+		y := truth(pts[0])
+		if method != "noisefree" {
+			y = noisy(y, sigma, rng)
+		}
+		if y < bestObs {
+			bestObs, bestX = y, pts[0]
+		}
+		if err := o.Observe(bayes.Observation{X: pts[0], Y: []float64{y}}); err != nil {
+			return 0, err
+		}
+	}
+	switch method {
+	case "noisefree", "naive":
+		return truth(bestX), nil
+	case "aware":
+		return truth(o.Ranked(1)[0]), nil
+	}
+	cands := o.Ranked(confirmK)
+	for range confirmM {
+		for _, c := range cands {
+			if err := o.Observe(bayes.Observation{X: c, Y: []float64{noisy(truth(c), sigma, rng)}}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	// The re-runs join the model: the winner is the candidate with the
+	// lowest posterior mean now (each measured 1 + confirmM times).
+	keys := map[string]bool{}
+	for _, c := range cands {
+		keys[fmt.Sprint(c)] = true
+	}
+	for _, p := range o.Ranked(len(cands) + 50) {
+		if keys[fmt.Sprint(p)] {
+			return truth(p), nil
+		}
+	}
+	return truth(cands[0]), nil
+}
+
+// benchNoise prints, per function and noise level, the deployed regret of
+// each method (median [q1, q3] over the seeds) and the ratios of the goals.
+func benchNoise(w io.Writer, cfg config, probs []problem, sigmas []float64) error {
+	fmt.Fprintf(w, "== noise: deployed regret f(x_reported) − f* at %d evaluations (confirm: %d search + %d×%d confirmation), median [q1, q3] over %d seeds; noise y = f·(1 + σε), 2%% outliers with 10× wider ε\n",
+		cfg.budget, cfg.budget-confirmK*confirmM, confirmK, confirmM, cfg.seeds)
+	for _, p := range probs {
+		t0 := time.Now()
+		ref, err := noiseSeeds(cfg, p, "noisefree", 0)
+		if err != nil {
+			return err
+		}
+		_, refMed, _ := quartiles(ref)
+		fmt.Fprintf(w, "%s (%d-D): noise-free GP regret %s\n", p.name, len(p.dims), fmtQ(ref))
+		fmt.Fprintf(w, "  %-6s %-30s %-30s %-30s %s\n", "σ", "naive (best observation)", "aware (posterior mean)", "aware + confirmation", "naive/confirm  confirm/noise-free")
+		for _, sg := range sigmas {
+			res := map[string][]float64{}
+			for _, m := range []string{"naive", "aware", "confirm"} {
+				if res[m], err = noiseSeeds(cfg, p, m, sg); err != nil {
+					return err
+				}
+			}
+			_, nMed, _ := quartiles(res["naive"])
+			_, cMed, _ := quartiles(res["confirm"])
+			fmt.Fprintf(w, "  %-6s %-30s %-30s %-30s %-14s %s\n", fmt.Sprintf("%g%%", 100*sg), fmtQ(res["naive"]), fmtQ(res["aware"]), fmtQ(res["confirm"]),
+				ratio(nMed, cMed), ratio(cMed, refMed))
+		}
+		fmt.Fprintf(w, "  (%.0fs)\n", time.Since(t0).Seconds())
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		if a <= 0 {
+			return "-"
+		}
+		return "inf"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+func fmtQ(v []float64) string {
+	q1, med, q3 := quartiles(v)
+	return fmt.Sprintf("%s [%s, %s]", fmtV(med), fmtV(q1), fmtV(q3))
+}
+
+func noiseSeeds(cfg config, p problem, method string, sigma float64) ([]float64, error) {
+	out := make([]float64, cfg.seeds)
+	errs := make([]error, cfg.seeds)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, cfg.workers)
+	for s := range cfg.seeds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			v, err := noiseRun(p, method, sigma, int64(s+1), cfg.budget)
+			out[s], errs[s] = v-p.optimum, err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
