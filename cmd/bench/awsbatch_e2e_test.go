@@ -94,7 +94,9 @@ func TestAWSBatchKillAndReattach(t *testing.T) {
 	awsBatchEngine(t, dir, f, "")
 	tmp := t.TempDir()
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
-		"--experiment_id", "AB", "--no-progress"}
+		"--experiment_id", "AB", "--no-progress",
+		// max_jobs jobs at once from the start: no canary trial alone first
+		"--no-canary"}
 	cmd := startBench(t, dir, tmp, "bench", args...)
 	deadline := time.Now().Add(90 * time.Second)
 	for len(startedCounts(t, dir)) < 3 {
