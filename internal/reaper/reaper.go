@@ -381,13 +381,20 @@ func KillOwn() (Killed, error) {
 		return Killed{}, err
 	}
 	mine := me.String()
-	return sweep(func(mark string) bool { return mark == mine })
+	return sweepUntilQuiet(func(mark string) bool { return mark == mine }, 2)
 }
 
-func sweep(match func(mark string) bool) (Killed, error) {
+func sweep(match func(mark string) bool) (Killed, error) { return sweepUntilQuiet(match, 1) }
+
+// sweepUntilQuiet kills the marked processes that match, pass after pass,
+// until quiet passes in a row find none (at most a few passes more). A
+// process caught in the middle of an exec shows no environment for an
+// instant: a second quiet pass finds what a first one missed.
+func sweepUntilQuiet(match func(mark string) bool, quiet int) (Killed, error) {
 	var k Killed
 	owners := map[string]bool{}
-	for pass := 0; pass < 5; pass++ {
+	empty := 0
+	for pass := 0; pass < 5+quiet; pass++ {
 		found := 0
 		err := forEach(func(pid int, mark string) {
 			if !match(mark) {
@@ -412,7 +419,11 @@ func sweep(match func(mark string) bool) (Killed, error) {
 			return k, err
 		}
 		if found == 0 {
-			break
+			if empty++; empty >= quiet {
+				break
+			}
+		} else {
+			empty = 0
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
