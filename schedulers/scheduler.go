@@ -825,6 +825,9 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		repeat := strconv.Itoa(r)
 		m["repeat_i"] = repeat
 		spec := storage.TrialSpec{ConfigHash: hash, Params: tun.StringValues(), Metadata: m}
+		// Stored only if no other process runs (or ran) this configuration
+		// and repeat: the check and the insert are one transaction.
+		spec.Claim = s.cfg.Reuse && !d.noReuse
 		// Only a configuration and repeat that some trial of the experiment
 		// already has can be reused or waited for: storage is asked only
 		// then (or when other processes add trials too).
@@ -859,6 +862,12 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if local <= 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
 			t, err := s.plain.NewTrial(ctx, spec)
+			if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
+				if err := d.claimed(ctx, item{spec: &spec, sugID: sg.ID}, ce.Trial); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -870,6 +879,12 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if storeNow {
 			// Stored now, held by this process, started like a claimed one.
 			t, err := s.exp.NewTrial(ctx, spec)
+			if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
+				if err := d.claimed(ctx, item{spec: &spec, sugID: sg.ID}, ce.Trial); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -880,6 +895,30 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			continue
 		}
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
+	}
+	return nil
+}
+
+// claimed settles an item (counted in trialCount) whose configuration and
+// repeat another trial holds (storage.ClaimedError), typically one that
+// another process stored first: it reuses that trial's success, or waits
+// for it like an identical trial in flight.
+func (d *dispatch) claimed(ctx context.Context, it item, other storage.Trial) error {
+	s := d.s
+	s.log.Info("an identical trial is in flight or done; waiting for it instead of running it again",
+		"trial", other.ID, "status", other.Status, "config_hash", other.ConfigHash)
+	if other.Status == trial.SUCCEEDED && it.spec != nil {
+		spec := *it.spec
+		d.trialCount-- // reuse counts it again
+		done, err := d.reuse(ctx, it.sugID, spec, spec.Metadata["repeat_i"])
+		if err != nil || done {
+			return err
+		}
+		d.trialCount++
+	}
+	d.waiting[other.ID] = append(d.waiting[other.ID], it)
+	if _, mine := d.running[other.ID]; !mine {
+		d.others = true
 	}
 	return nil
 }
@@ -902,6 +941,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 		return false, nil
 	}
 	spec.ReusedFrom = &storage.TrialRef{ExperimentID: src.ExperimentID, TrialID: src.ID}
+	spec.Claim = false // it reuses the trial that holds the claim
 	t, err := s.exp.NewTrial(ctx, spec)
 	if err != nil {
 		return false, err
@@ -1012,6 +1052,11 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		spec.Running = true
 		spec.TrialRunnerID = runner.ID()
 		t, err := s.exp.NewTrial(ctx, spec)
+		if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
+			// Another process took this configuration and repeat first.
+			d.idle = append(d.idle, runner)
+			return d.claimed(ctx, it, ce.Trial)
+		}
 		if err != nil {
 			d.idle = append(d.idle, runner)
 			return err
@@ -1283,6 +1328,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 	for _, it := range ws {
 		if out.Status == trial.SUCCEEDED {
 			spec := *it.spec
+			spec.Claim = false // it reuses the trial that holds the claim
 			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
 			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
 				s.logAdded(t)
