@@ -14,8 +14,11 @@
 //     when it is cancelled (services/local).
 //   - When bench exits at once (a second Ctrl-C), KillOwn kills every
 //     process that carries its own mark before it exits.
+//   - When bench exits normally, Finish kills them too, unless teardown
+//     is off (then Release, below).
 //   - When bench dies without a chance to clean up (SIGKILL, the OOM
-//     killer, a power cut of the session), its trial's processes live on;
+//     killer), its watchdog (StartWatchdog, Watch) kills them when the
+//     pipe it holds to bench closes. Should the watchdog die as well,
 //     the next bench run, worker or exec-trial on the machine calls
 //     KillStale before it runs any trial: it kills every process of the
 //     same user whose mark names an owner that is no longer alive (a
