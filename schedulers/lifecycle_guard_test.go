@@ -300,3 +300,31 @@ func deadPID(t *testing.T) int {
 	}
 	return c.Process.Pid
 }
+
+// One tie rule for "best" everywhere: when trials score the same, the
+// progress display's best (the observer's) and storage's Best are both the
+// lowest trial id, whichever trial finished first.
+func TestBestTieIsTheLowestTrialID(t *testing.T) {
+	obs := &storedObserver{t: t}
+	var n atomic.Int64
+	p := newPar(t, filepath.Join(t.TempDir(), "db.sqlite"), Config{ExperimentID: "e", Parallel: true}, 2, "",
+		map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(4)}, Options{Observer: obs},
+		func(ctx context.Context, params environments.Params) environments.Result {
+			n.Add(1)
+			if id, _ := params["trial_id"].(int64); id%2 == 1 {
+				time.Sleep(150 * time.Millisecond) // the other runner's later trial finishes first
+			}
+			return environments.Result{Status: trial.SUCCEEDED, Time: time.Now().UTC(), Metrics: map[string]any{"score": 1.0}}
+		})
+	obs.exp = p.exp
+	if err := p.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	best, _, ok := storage.Best(trials(t, p.exp), trial.Objectives{{Name: "score"}})
+	if !ok || best.ID != 1 {
+		t.Errorf("storage's best is trial %d, want 1 (all tie)", best.ID)
+	}
+	if obs.best == nil || obs.best.TrialID != 1 {
+		t.Errorf("the progress display's best is %+v, want trial 1 (all tie)", obs.best)
+	}
+}

@@ -1249,7 +1249,7 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 		own(&s.stats.Succeeded)
 		d.succeeded++
 		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil {
-			if d.best == nil || trial.Less(scores, s.targets.Values(d.best.Values)) {
+			if d.best == nil || trial.BetterTrial(scores, t.ID, s.targets.Values(d.best.Values), d.best.TrialID) {
 				d.best = &Best{TrialID: t.ID, Values: s.targets.Values(scores)}
 			}
 		}
