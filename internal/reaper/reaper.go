@@ -425,9 +425,10 @@ func sweepUntilQuiet(match func(mark string) bool, quiet int) (Killed, error) {
 			if empty++; empty >= quiet {
 				break
 			}
-		} else {
-			empty = 0
+			time.Sleep(time.Millisecond) // an exec under way takes far less
+			continue
 		}
+		empty = 0
 		time.Sleep(10 * time.Millisecond)
 	}
 	return k, nil
