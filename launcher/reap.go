@@ -3,8 +3,11 @@ package launcher
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/benchtune/bench/internal/reaper"
 	"github.com/benchtune/bench/services/local"
@@ -101,9 +104,10 @@ func appendNew(list []string, s string) []string {
 
 // ForceStop is for an exit that cannot wait (a second Ctrl-C): it kills
 // every process this bench started for trials, teardown's included, and
-// removes its temp folders.
+// removes its temp folders. From the moment it starts, no trial process
+// starts and no normal exit (Finish) runs: the caller exits right after.
 func ForceStop() {
-	_, _ = reaper.KillOwn()
+	_, _ = reaper.KillOwnAndExit()
 	local.RemoveOwnTempDirs()
 }
 
@@ -115,4 +119,58 @@ func Release() {
 	if err := reaper.Release(); err != nil {
 		slog.Warn("cannot record the processes left running", "err", err)
 	}
+}
+
+// Guard watches over the processes this bench starts for trials, from its
+// start to its exit: a watchdog process kills them if bench dies without
+// a chance to (SIGKILL, the OOM killer), and Finish stops them at a normal
+// exit unless they are kept on purpose.
+type Guard struct {
+	dog *reaper.Watchdog
+}
+
+// StartGuard starts the watchdog: exe is the bench binary, which runs
+// Watchdog when its first argument is reaper.WatchdogArg. A watchdog that
+// cannot start is logged: the next bench still reaps (ReapStale).
+func StartGuard(exe string) *Guard {
+	dog, err := reaper.StartWatchdog(exe)
+	if err != nil {
+		slog.Warn("cannot start the watchdog that stops the trials' processes if bench is killed", "err", err)
+	}
+	return &Guard{dog: dog}
+}
+
+// Finish is for a normal exit. With keep (teardown is off: --no-teardown
+// or the scheduler's "teardown": false), processes this bench started that
+// still run are recorded as left on purpose, so that neither the watchdog
+// nor a later bench kills them (reaper.Release). Without it, every process
+// bench marked is killed: background jobs of trials that ended normally do
+// not outlive the experiment. A nil Guard is fine.
+func (g *Guard) Finish(keep bool) {
+	k, err := reaper.Finish(keep)
+	if err != nil {
+		slog.Warn("cannot stop or record the processes left running", "err", err)
+	}
+	if len(k.PIDs) > 0 {
+		slog.Info("killed processes the trials left running", "pids", k.PIDs)
+	}
+	if keep && g != nil {
+		g.dog.Keep()
+	}
+}
+
+// Watchdog is the body of `bench __reaper-watchdog MARK`: it waits for its
+// bench (the other end of stdin) to exit, then kills what that bench
+// marked, unless bench left it running on purpose, and removes that
+// bench's temp folders. It ignores the terminal's signals.
+func Watchdog(mark string) int {
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGQUIT, syscall.SIGTSTP)
+	k, err := reaper.Watch(mark, os.Stdin)
+	if err != nil {
+		return 1
+	}
+	if len(k.PIDs) > 0 {
+		local.RemoveTempDirsOf(mark)
+	}
+	return 0
 }

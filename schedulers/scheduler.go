@@ -846,6 +846,9 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		repeat := strconv.Itoa(r)
 		m["repeat_i"] = repeat
 		spec := storage.TrialSpec{ConfigHash: hash, Params: tun.StringValues(), Metadata: m}
+		// Stored only if no other process runs (or ran) this configuration
+		// and repeat: the check and the insert are one transaction.
+		spec.Claim = s.cfg.Reuse && !d.noReuse
 		// Only a configuration and repeat that some trial of the experiment
 		// already has can be reused or waited for: storage is asked only
 		// then (or when other processes add trials too).
@@ -880,6 +883,12 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if local <= 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
 			t, err := s.plain.NewTrial(ctx, spec)
+			if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
+				if err := d.claimed(ctx, item{spec: &spec, sugID: sg.ID}, ce.Trial); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -891,6 +900,12 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if storeNow {
 			// Stored now, held by this process, started like a claimed one.
 			t, err := s.exp.NewTrial(ctx, spec)
+			if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
+				if err := d.claimed(ctx, item{spec: &spec, sugID: sg.ID}, ce.Trial); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -901,6 +916,30 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			continue
 		}
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
+	}
+	return nil
+}
+
+// claimed settles an item (counted in trialCount) whose configuration and
+// repeat another trial holds (storage.ClaimedError), typically one that
+// another process stored first: it reuses that trial's success, or waits
+// for it like an identical trial in flight.
+func (d *dispatch) claimed(ctx context.Context, it item, other storage.Trial) error {
+	s := d.s
+	s.log.Info("an identical trial is in flight or done; waiting for it instead of running it again",
+		"trial", other.ID, "status", other.Status, "config_hash", other.ConfigHash)
+	if other.Status == trial.SUCCEEDED && it.spec != nil {
+		spec := *it.spec
+		d.trialCount-- // reuse counts it again
+		done, err := d.reuse(ctx, it.sugID, spec, spec.Metadata["repeat_i"])
+		if err != nil || done {
+			return err
+		}
+		d.trialCount++
+	}
+	d.waiting[other.ID] = append(d.waiting[other.ID], it)
+	if _, mine := d.running[other.ID]; !mine {
+		d.others = true
 	}
 	return nil
 }
@@ -923,6 +962,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 		return false, nil
 	}
 	spec.ReusedFrom = &storage.TrialRef{ExperimentID: src.ExperimentID, TrialID: src.ID}
+	spec.Claim = false // it reuses the trial that holds the claim
 	t, err := s.exp.NewTrial(ctx, spec)
 	if err != nil {
 		return false, err
@@ -1033,6 +1073,11 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		spec.Running = true
 		spec.TrialRunnerID = runner.ID()
 		t, err := s.exp.NewTrial(ctx, spec)
+		if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
+			// Another process took this configuration and repeat first.
+			d.idle = append(d.idle, runner)
+			return d.claimed(ctx, it, ce.Trial)
+		}
 		if err != nil {
 			d.idle = append(d.idle, runner)
 			return err
@@ -1214,7 +1259,7 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 		own(&s.stats.Succeeded)
 		d.succeeded++
 		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil {
-			if d.best == nil || trial.Less(scores, s.targets.Values(d.best.Values)) {
+			if d.best == nil || trial.BetterTrial(scores, t.ID, s.targets.Values(d.best.Values), d.best.TrialID) {
 				d.best = &Best{TrialID: t.ID, Values: s.targets.Values(scores)}
 			}
 		}
@@ -1301,6 +1346,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 	for _, it := range ws {
 		if out.Status == trial.SUCCEEDED {
 			spec := *it.spec
+			spec.Claim = false // it reuses the trial that holds the claim
 			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
 			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
 				s.logAdded(t)

@@ -38,6 +38,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/benchtune/bench/trial"
 	"time"
 )
@@ -298,7 +299,32 @@ type TrialSpec struct {
 	// an empty ExperimentID means this experiment. An unknown trial is
 	// ErrInvalid.
 	ReusedFrom *TrialRef
+	// Claim stores the trial only if no other trial of the experiment with
+	// the same configuration hash and trial parameter repeat_i is in
+	// flight (unfinished, not asked to stop) or SUCCEEDED, checked in the
+	// same transaction as the insert, under the experiment's lock: two
+	// processes never both run one configuration and repeat. Otherwise
+	// NewTrial returns a *ClaimedError (errors.Is ErrClaimed) naming that
+	// trial, and stores nothing.
+	Claim bool
 }
+
+// ErrClaimed: a TrialSpec with Claim found an identical trial in flight
+// or succeeded (ClaimedError names it).
+var ErrClaimed = errors.New("an identical trial (same configuration and repeat) is in flight or succeeded")
+
+// ClaimedError is NewTrial's error for a Claim that another trial holds.
+type ClaimedError struct {
+	// Trial is the identical trial: wait for it (unfinished) or reuse its
+	// result (SUCCEEDED).
+	Trial Trial
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("%v: trial %d (%s)", ErrClaimed, e.Trial.ID, e.Trial.Status)
+}
+
+func (e *ClaimedError) Unwrap() error { return ErrClaimed }
 
 // TrialRef names a trial of any experiment.
 type TrialRef struct {

@@ -203,7 +203,7 @@ func HashParams(params map[string]string) string {
 
 // Best returns the best finished trial of trials by the objectives: the
 // one rule for "which trial is best" (trial.Objectives.Scores, then
-// trial.Less), used by the scheduler's progress, the run summary and
+// trial.BetterTrial: on a tie, the lowest trial id), used by the scheduler's progress, the run summary and
 // `bench results`. Trials that did not succeed, or whose results lack a
 // numeric target, are skipped; ok is false when none is left. scores are
 // to minimize (max targets negated).
@@ -216,7 +216,7 @@ func Best(trials []Trial, objectives trial.Objectives) (best Trial, scores []flo
 		if err != nil {
 			continue
 		}
-		if !ok || trial.Less(sc, scores) {
+		if !ok || trial.BetterTrial(sc, t.ID, scores, best.ID) {
 			best, scores, ok = t, sc, true
 		}
 	}

@@ -94,6 +94,17 @@ func (os Objectives) Values(scores []float64) []float64 {
 	return out
 }
 
+// BetterTrial is the one rule for "best" (the progress display, storage's
+// Best, the summary): scores a of trial idA are better than scores b of
+// trial idB when Less(a, b), and on a tie the lower trial id wins, whichever
+// finished first.
+func BetterTrial(a []float64, idA int, b []float64, idB int) bool {
+	if Less(a, b) {
+		return true
+	}
+	return !Less(b, a) && idA < idB
+}
+
 // Less reports whether scores a are better than b: lexicographic, lower is
 // better (scores are already negated for max targets).
 func Less(a, b []float64) bool {

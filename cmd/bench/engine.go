@@ -51,7 +51,10 @@ status), 1 when the request could not be run at all.`,
 			}
 			ctx, stop, signaled := execSignalContext(cmd.ErrOrStderr())
 			defer stop()
-			defer launcher.Release()
+			// The trial's processes end with it (exec-trial runs no
+			// teardown; nothing is kept on purpose across its exit).
+			guard := startGuard()
+			defer guard.Finish(false)
 			return execTrial(ctx, cmd.ErrOrStderr(), requestURL, outcomeURL, !noStore, signaled)
 		},
 	}

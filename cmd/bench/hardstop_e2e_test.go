@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchtune/bench/internal/reaper"
 )
 
 // Hard stops and hostile inputs (issue 16): files that are not regular
@@ -274,6 +276,10 @@ func TestKillLeavesNoOrphans(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The watchdog would kill the trial's processes at once: kill it
+	// first, as the OOM killer might, to test the next bench's sweep.
+	dog := watchdogOf(t, cmd.Process.Pid)
+	_ = syscall.Kill(dog, syscall.SIGKILL)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -365,5 +371,147 @@ func TestNoTeardownKeepsProcessesAcrossRuns(t *testing.T) {
 	}
 	if left := leftovers(dir); len(left) != 1 {
 		t.Errorf("the server kept by --no-teardown: %v running, want 1", left)
+	}
+}
+
+// watchdogOf returns the pid of the watchdog of the bench process pid
+// (`bench __reaper-watchdog o<boot>.<pid>.<start>`).
+func watchdogOf(t *testing.T, pid int) int {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			p, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			c, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			args := strings.Split(string(bytes.TrimRight(c, "\x00")), "\x00")
+			if len(args) == 3 && args[1] == reaper.WatchdogArg && strings.Contains(args[2], "."+strconv.Itoa(pid)+".") {
+				return p
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("bench %d has no watchdog", pid)
+	return 0
+}
+
+// waitFileIn waits for dir/name to appear.
+func waitFileIn(t *testing.T, dir, name string, out *bytes.Buffer) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return
+		}
+		if i > 3000 {
+			t.Fatalf("%s did not appear\n%s", name, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// bench killed with SIGKILL in the middle of a trial: its watchdog kills
+// the trial's processes (a background job and a setsid one included) at
+// once, not when the next bench starts.
+func TestKilledBenchsWatchdogStopsTheTrial(t *testing.T) {
+	for _, worker := range []bool{false, true} {
+		name := "run"
+		if worker {
+			name = "worker"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := hardExperiment(t, []string{
+				`'sleep 3177 >/dev/null 2>&1 & setsid sleep 3178 >/dev/null 2>&1 & touch "$marker_dir/started"; sleep 3179'`,
+			}, nil, "")
+			tmp := t.TempDir()
+			// A mark of this test's own: other bench processes on the
+			// machine (other tests) would reap the trial's processes
+			// too, and hide a watchdog that does not.
+			t.Setenv("BENCH_OWNER_VAR", "BENCH_OWNER_WATCHDOG_TEST")
+			args := []string{"--environment", "env.jsonc", "--experiment_id", "W", "--no-progress"}
+			var out bytes.Buffer
+			if worker {
+				// A driver that only queues (no local trials), then a
+				// worker that runs the trial.
+				var dout bytes.Buffer
+				drv := startBenchIn(t, dir, tmp, &dout, append(args, "--no-local-trials")...)
+				t.Cleanup(func() { _ = drv.Process.Kill(); _ = drv.Wait() })
+				args = []string{"--environment", "env.jsonc", "--experiment", "W", "--no-progress"}
+				args = append([]string{"worker"}, args...)
+			}
+			var cmd *exec.Cmd
+			var exited chan struct{}
+			for try := 0; ; try++ {
+				// A worker started before the driver stored the
+				// experiment exits: start it again.
+				out.Reset()
+				cmd = startBenchIn(t, dir, tmp, &out, args...)
+				exited = make(chan struct{})
+				go func(c *exec.Cmd, ch chan struct{}) { _ = c.Wait(); close(ch) }(cmd, exited)
+				for {
+					if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+						break
+					}
+					select {
+					case <-exited:
+					case <-time.After(10 * time.Millisecond):
+						continue
+					}
+					break
+				}
+				if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+					break
+				}
+				if try > 100 {
+					t.Fatalf("the trial did not start\n%s", out.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if len(leftovers(dir)) < 3 {
+				t.Fatalf("the test is broken: the trial's processes are not all running: %v", leftovers(dir))
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-exited
+			killed := time.Now()
+			// Poll up to a bound that load cannot reach; the watchdog
+			// takes milliseconds.
+			for len(leftovers(dir)) > 0 && time.Since(killed) < 10*time.Second {
+				time.Sleep(5 * time.Millisecond)
+			}
+			took := time.Since(killed)
+			waitNoLeftovers(t, dir, "after bench was killed")
+			t.Logf("the trial's processes were gone %v after the SIGKILL", took.Round(time.Millisecond))
+			// The promise is 2 s (the watchdog takes milliseconds; the
+			// next bench's sweep, which also kills them, may come much
+			// later).
+			if took > 2*time.Second {
+				t.Errorf("the trial's processes ran %v after bench was killed, want under 2 s", took.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// Background jobs of a trial that ended normally (`sleep &`, a setsid
+// sleep, `yes > file &`) do not outlive the experiment: after teardown,
+// nothing bench marked runs, and nothing is recorded as left on purpose.
+func TestNormalExitStopsBackgroundJobs(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := hardExperiment(t, []string{
+		`'sleep 3180 >/dev/null 2>&1 & setsid sleep 3181 >/dev/null 2>&1 & yes > /dev/null &'`,
+		`'printf "metric,value\nscore,1\n" > results.csv'`,
+	}, []string{`true`}, "")
+	tmp := t.TempDir()
+	var out bytes.Buffer
+	cmd := startBenchIn(t, dir, tmp, &out, "--environment", "env.jsonc", "--experiment_id", "B", "--no-progress")
+	if code := waitExitOrStop(t, cmd, 60*time.Second, "bench", &out); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+	waitNoLeftovers(t, dir, "after a normal exit")
+	if recs, _ := filepath.Glob(filepath.Join(cache, "bench", "released", "*")); len(recs) > 0 {
+		t.Errorf("recorded as left on purpose: %v", recs)
 	}
 }

@@ -29,6 +29,8 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/clilog"
+	"github.com/benchtune/bench/internal/reaper"
+	"github.com/benchtune/bench/launcher"
 )
 
 // Exit codes.
@@ -90,6 +92,15 @@ func isRunShorthand(args []string) bool {
 }
 
 func main() {
+	// BENCH_OWNER_VAR names the variable that marks the trials' processes
+	// instead of BENCH_OWNER (for tests on a shared machine: other bench
+	// processes then neither reap nor see these marks).
+	if v := os.Getenv("BENCH_OWNER_VAR"); v != "" && strings.HasPrefix(v, "BENCH_OWNER_") {
+		reaper.EnvVar = v
+	}
+	if len(os.Args) == 3 && os.Args[1] == reaper.WatchdogArg {
+		os.Exit(launcher.Watchdog(os.Args[2]))
+	}
 	// BENCH_CPUPROFILE=file writes a CPU profile (for developing bench).
 	if f := os.Getenv("BENCH_CPUPROFILE"); f != "" {
 		out, err := os.Create(f)

@@ -103,7 +103,10 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	// load stops bench as well as one during a trial.
 	ctx, stop := interruptContext(stderr)
 	defer stop()
-	defer launcher.Release()
+	// At exit, the trials' processes are stopped, unless teardown is off
+	// (kept keeps them); if bench is killed, its watchdog stops them.
+	guard, kept := startGuard(), false
+	defer func() { guard.Finish(kept) }()
 	l, err := configs.Prepare(args, validateFunc)
 	if ctx.Err() != nil {
 		return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -155,6 +158,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 		return exitWith(exitUsage, err)
 	}
 	defer r.Close()
+	kept = !r.SchedulerConfig.Teardown
 	printSecurityNotices(stderr, r.SecurityNotices)
 	for _, w := range launcher.UnreadGlobals(l) {
 		fmt.Fprintf(stderr, "bench: warning: %s\n", w)
@@ -213,6 +217,16 @@ func reapStale(stderr io.Writer) {
 	if msg := launcher.ReapStale(); msg != "" {
 		fmt.Fprintln(stderr, "bench:", msg)
 	}
+}
+
+// startGuard starts the watchdog that stops the trials' processes if bench
+// is killed (launcher.StartGuard).
+func startGuard() *launcher.Guard {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return launcher.StartGuard(exe)
 }
 
 // interruptContext is cancelled by the first SIGINT or SIGTERM; a second

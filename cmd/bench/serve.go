@@ -241,7 +241,8 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
-	defer launcher.Release()
+	guard, kept := startGuard(), false
+	defer func() { guard.Finish(kept) }()
 	reapStale(stderr)
 	run := &launcher.Run{Launch: l}
 	defer run.Close()
@@ -249,6 +250,7 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	kept = !cfg.Teardown
 	var runners []schedulers.Runner
 	for id := 1; id <= cfg.NumTrialRunners; id++ {
 		lr, err := run.BuildRunner(ctx, id)

@@ -14,8 +14,11 @@
 //     when it is cancelled (services/local).
 //   - When bench exits at once (a second Ctrl-C), KillOwn kills every
 //     process that carries its own mark before it exits.
+//   - When bench exits normally, Finish kills them too, unless teardown
+//     is off (then Release, below).
 //   - When bench dies without a chance to clean up (SIGKILL, the OOM
-//     killer, a power cut of the session), its trial's processes live on;
+//     killer), its watchdog (StartWatchdog, Watch) kills them when the
+//     pipe it holds to bench closes. Should the watchdog die as well,
 //     the next bench run, worker or exec-trial on the machine calls
 //     KillStale before it runs any trial: it kills every process of the
 //     same user whose mark names an owner that is no longer alive (a
@@ -381,13 +384,20 @@ func KillOwn() (Killed, error) {
 		return Killed{}, err
 	}
 	mine := me.String()
-	return sweep(func(mark string) bool { return mark == mine })
+	return sweepUntilQuiet(func(mark string) bool { return mark == mine }, 2)
 }
 
-func sweep(match func(mark string) bool) (Killed, error) {
+func sweep(match func(mark string) bool) (Killed, error) { return sweepUntilQuiet(match, 1) }
+
+// sweepUntilQuiet kills the marked processes that match, pass after pass,
+// until quiet passes in a row find none (at most a few passes more). A
+// process caught in the middle of an exec shows no environment for an
+// instant: a second quiet pass finds what a first one missed.
+func sweepUntilQuiet(match func(mark string) bool, quiet int) (Killed, error) {
 	var k Killed
 	owners := map[string]bool{}
-	for pass := 0; pass < 5; pass++ {
+	empty := 0
+	for pass := 0; pass < 5+quiet; pass++ {
 		found := 0
 		err := forEach(func(pid int, mark string) {
 			if !match(mark) {
@@ -412,8 +422,13 @@ func sweep(match func(mark string) bool) (Killed, error) {
 			return k, err
 		}
 		if found == 0 {
-			break
+			if empty++; empty >= quiet {
+				break
+			}
+			time.Sleep(time.Millisecond) // an exec under way takes far less
+			continue
 		}
+		empty = 0
 		time.Sleep(10 * time.Millisecond)
 	}
 	return k, nil

@@ -324,7 +324,9 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 	start := time.Now()
 	lr.Start = start.UTC()
 	run.activity.Touch()
-	err = startPinned(cmd, run.pin)
+	// Not once bench has begun to exit: a process started after the exit's
+	// sweep would outlive it (internal/reaper).
+	err = reaper.Start(cmd, func() error { return startPinned(cmd, run.pin) })
 	// The child has its own copies of the write ends: close ours, so that
 	// reading ends when every process holding them is gone.
 	outW.Close()

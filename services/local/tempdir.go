@@ -161,12 +161,18 @@ func RemoveOwnTempDirs() {
 	if err != nil {
 		return
 	}
+	RemoveTempDirsOf(me.String())
+}
+
+// RemoveTempDirsOf removes the temp folders under os.TempDir() of the
+// bench process with the owner mark: for its watchdog, once it is dead.
+func RemoveTempDirsOf(mark string) {
 	entries, err := os.ReadDir(os.TempDir())
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if m := staleName.FindStringSubmatch(e.Name()); m != nil && m[1] == me.String() && e.IsDir() {
+		if m := staleName.FindStringSubmatch(e.Name()); m != nil && m[1] == mark && e.IsDir() {
 			_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
 		}
 	}

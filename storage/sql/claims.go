@@ -308,6 +308,20 @@ func (e *experiment) InFlight(ctx context.Context, configHash, repeat string) (s
 // index), the configuration to its few trials (trial_config_idx), and each
 // trial to its repeat_i (trial_param's primary key).
 func (e *experiment) findTrial(ctx context.Context, configHash, repeat, cond string) (storage.Trial, bool, error) {
+	var (
+		found storage.Trial
+		ok    bool
+	)
+	err := e.s.read(ctx, func(r runner) error {
+		var err error
+		found, ok, err = e.findTrialIn(ctx, r, configHash, repeat, cond)
+		return err
+	})
+	return found, ok, err
+}
+
+// findTrialIn is findTrial in the transaction of r.
+func (e *experiment) findTrialIn(ctx context.Context, r runner, configHash, repeat, cond string) (storage.Trial, bool, error) {
 	hash := clean(strings.TrimSpace(configHash))
 	if hash == "" {
 		return storage.Trial{}, false, fmt.Errorf("%w: empty config hash", storage.ErrInvalid)
@@ -320,29 +334,19 @@ func (e *experiment) findTrial(ctx context.Context, configHash, repeat, cond str
 	}
 	q += ` WHERE c.config_hash = ? AND t.exp_id = ? AND ` + cond + ` ORDER BY t.trial_id LIMIT 1`
 	args = append(args, hash, e.info.ID)
-	var (
-		found storage.Trial
-		ok    bool
-	)
-	err := e.s.read(ctx, func(r runner) error {
-		var id int
-		err := r.queryRow(ctx, q, args...).Scan(&id)
-		if errors.Is(err, dbsql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("storage: find a trial of config %s in %q: %w", hash, e.info.ID, e.s.scrub(err))
-		}
-		trials, err := e.loadTrials(ctx, r, "t.trial_id = ?", []any{id}, 0)
-		if err != nil {
-			return err
-		}
-		if len(trials) == 1 {
-			found, ok = trials[0], true
-		}
-		return nil
-	})
-	return found, ok, err
+	var id int
+	err := r.queryRow(ctx, q, args...).Scan(&id)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		return storage.Trial{}, false, nil
+	}
+	if err != nil {
+		return storage.Trial{}, false, fmt.Errorf("storage: find a trial of config %s in %q: %w", hash, e.info.ID, e.s.scrub(err))
+	}
+	trials, err := e.loadTrials(ctx, r, "t.trial_id = ?", []any{id}, 0)
+	if err != nil || len(trials) != 1 {
+		return storage.Trial{}, false, err
+	}
+	return trials[0], true, nil
 }
 
 // Counts counts the experiment's trials by status.

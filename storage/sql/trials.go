@@ -21,12 +21,40 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
+		if spec.Claim {
+			if err := e.checkClaim(ctx, r, nt); err != nil {
+				return err
+			}
+		}
 		return e.insertTrial(ctx, r, nt)
 	})
 	if err != nil {
 		return storage.Trial{}, err
 	}
 	return *nt, nil
+}
+
+// checkClaim is TrialSpec.Claim: under the experiment's lock (taken here,
+// held to the end of the transaction, as insertTrial takes it), an
+// identical trial in flight or succeeded is a *storage.ClaimedError.
+func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial) error {
+	var exp string
+	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
+	if errors.Is(err, dbsql.ErrNoRows) {
+		return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+	}
+	other, ok, err := e.findTrialIn(ctx, r, tr.ConfigHash, tr.Metadata["repeat_i"],
+		"((t.ts_end IS NULL AND t.stop_requested IS NULL) OR t.status = '"+trial.SUCCEEDED.String()+"')")
+	if err != nil {
+		return err
+	}
+	if ok {
+		return &storage.ClaimedError{Trial: other}
+	}
+	return nil
 }
 
 // FinishAndQueue finishes a trial and queues the next one in a single

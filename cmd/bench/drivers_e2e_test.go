@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two and four identical `bench run` processes on one experiment (RANDOM,
+// seed 3, 8 suggestions): each configuration and repeat runs once in all,
+// whichever process gets it first; the others wait for it and reuse its
+// result. On SQLite, PostgreSQL and MySQL (MariaDB).
+func TestDriversShareOneExperiment(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres", "mysql"} {
+		for _, drivers := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s/%d", backend, drivers), func(t *testing.T) {
+				dir := experiment(t, `echo "$xv $mode" >> "$marker_dir/runs"; sleep 0.3`)
+				write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+					"config": {"optimizer_type": "RANDOM", "max_suggestions": 8, "seed": 3}}`, 0o644)
+				args := []string{"run", "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "D", "--no-progress"}
+				switch backend {
+				case "postgres":
+					st, _ := freshPostgresStorage(t, dir)
+					args = append(args, "--storage", st)
+				case "mysql":
+					st, _ := freshMySQLStorage(t, dir)
+					args = append(args, "--storage", st, "--globals", "mysql-globals.jsonc")
+				}
+				tmp := t.TempDir()
+				cmds := make([]*exec.Cmd, drivers)
+				outs := make([]*bytes.Buffer, drivers)
+				for i := range cmds {
+					outs[i] = &bytes.Buffer{}
+					cmds[i] = exec.Command(benchBin, args...)
+					cmds[i].Dir = dir
+					cmds[i].Env = append(os.Environ(), "TMPDIR="+tmp)
+					cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+				}
+				for _, c := range cmds {
+					if err := c.Start(); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = c.Process.Kill() })
+				}
+				for i, c := range cmds {
+					done := make(chan error, 1)
+					go func() { done <- c.Wait() }()
+					var err error
+					select {
+					case err = <-done:
+					case <-time.After(3 * time.Minute):
+						_ = c.Process.Kill()
+						t.Fatalf("driver %d still runs after 3 minutes\n%s", i+1, outs[i])
+					}
+					var ee *exec.ExitError
+					if err != nil && !errors.As(err, &ee) {
+						t.Fatal(err)
+					}
+					if err != nil {
+						t.Errorf("driver %d: %v\n%s", i+1, err, outs[i])
+					}
+				}
+				b, err := os.ReadFile(filepath.Join(dir, "runs"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs := strings.Split(strings.TrimSpace(string(b)), "\n")
+				sort.Strings(runs)
+				distinct := map[string]bool{}
+				for _, r := range runs {
+					distinct[r] = true
+				}
+				t.Logf("%d executions of %d configurations", len(runs), len(distinct))
+				if len(runs) != 8 || len(distinct) != 8 {
+					t.Errorf("%d executions of %d configurations, want 8 of 8: %v", len(runs), len(distinct), runs)
+					for i := range outs {
+						t.Logf("driver %d:\n%s", i+1, outs[i])
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package reaper
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// WatchdogArg is the hidden first argument that makes the bench binary a
+// watchdog: `bench __reaper-watchdog <mark>`, its stdin the read end of a
+// pipe that only its bench holds open.
+const WatchdogArg = "__reaper-watchdog"
+
+// keepByte, written to the pipe, tells the watchdog that its bench exited
+// normally leaving processes running on purpose (--no-teardown).
+const keepByte = 'k'
+
+// Watchdog is the write end of the pipe to this process's watchdog: a
+// small process that outlives a SIGKILLed bench by the time it takes to
+// kill every process that bench marked. The kernel closes the pipe when
+// bench dies, however it dies; the watchdog then sweeps. (The pipe is
+// close-on-exec: the trials' processes do not hold it open.)
+type Watchdog struct {
+	w   *os.File
+	cmd *exec.Cmd
+}
+
+// StartWatchdog starts exe (the bench binary) as this process's watchdog.
+// It runs in a session of its own (a Ctrl-C on the terminal does not reach
+// it), without the owner mark (no sweep kills it), with its output
+// discarded (it holds no pipe a caller waits on).
+func StartWatchdog(exe string) (*Watchdog, error) {
+	me, err := Self()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("watchdog: %w", err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, WatchdogArg, me.String())
+	cmd.Stdin = r
+	cmd.Env = Unmarked(os.Environ())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("watchdog: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // it ends when the pipe closes
+	return &Watchdog{w: w, cmd: cmd}, nil
+}
+
+// Keep tells the watchdog that the processes still running were left on
+// purpose (Finish with keep): it will not kill them when bench exits.
+func (d *Watchdog) Keep() {
+	if d != nil {
+		_, _ = d.w.Write([]byte{keepByte})
+	}
+}
+
+// PID is the watchdog's process id.
+func (d *Watchdog) PID() int { return d.cmd.Process.Pid }
+
+// Watch is the watchdog's body: it waits until in (its bench's pipe)
+// closes, then, unless bench said Keep, kills every process marked with
+// mark (a bench exiting normally has already done so; a killed one could
+// not). It returns what it killed.
+func Watch(mark string, in io.Reader) (Killed, error) {
+	o, ok := ParseOwner(mark)
+	if !ok {
+		return Killed{}, fmt.Errorf("watchdog: %q is not an owner mark", mark)
+	}
+	keep := false
+	br := bufio.NewReader(in)
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			break // EOF: bench has exited (or is exiting)
+		}
+		if b == keepByte {
+			keep = true
+		}
+	}
+	if keep || Released(mark) {
+		return Killed{}, nil
+	}
+	// The pipe closes while bench's exit is under way: give the kernel a
+	// moment to finish it, so that no sweep races its last start.
+	for i := 0; i < 100 && o.Alive(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return sweep(func(m string) bool { return m == mark })
+}
