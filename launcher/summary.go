@@ -144,8 +144,9 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 		s.Problems = append(s.Problems, "No trials were run. "+checkDetails)
 	case s.Planned > 0 && finished < s.Planned && s.Pending > 0:
 		s.Problems = append(s.Problems, fmt.Sprintf("only %d of %d planned trials finished (%d left pending; run the same command again to resume)", finished, s.Planned, s.Pending))
-	case s.Planned > 0 && finished < s.Planned:
-		// mlos_bench's check: the optimizer stopped before its budget (a
+	case s.Planned > 0 && finished < s.Planned && !st.StoppedByRule:
+		// A stopping rule (bench only) ending the search early is no
+		// problem; otherwise mlos_bench's check: the optimizer stopped before its budget (a
 		// grid smaller than max_suggestions, a manual optimizer's cycles).
 		s.Problems = append(s.Problems, fmt.Sprintf("Expected %d trials, but only %d were run. %s", s.Planned, finished, checkDetails))
 	}

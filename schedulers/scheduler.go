@@ -78,6 +78,10 @@ type Stats struct {
 	// EndReason says why the run ended (a stopping rule, the budget, bench
 	// stop, ...); it is stored as a note of the experiment.
 	EndReason string
+	// StoppedByRule is set when a stopping rule (max_time, max_cost,
+	// converged) ended the search before the optimizer's budget: the
+	// end-of-run check then expects no more trials than were run.
+	StoppedByRule bool
 	// Confirmation is the verdict of the confirmation phase ("": none).
 	Confirmation string
 	// NoiseBest says how a noise-aware run picked its best ("": not
@@ -255,6 +259,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if err := s.exp.SetStatus(final, st, time.Time{}); err != nil {
 			s.log.Warn("storing the experiment's status", "err", err)
 		}
+		s.stats.StoppedByRule = d.stopFired()
 		s.recordEnd(final, d.endReason(runErr, ctx.Err() != nil))
 	}
 	tdErr := s.teardown(ctx)
