@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -267,11 +268,15 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
 	}
+	if f.r2.auto {
+		return runCIConfigAuto(ctx, stdout, stderr, f, th, l, set, base)
+	}
 	if base != nil {
 		noiseCheck(stderr, base, th, f.repeat, f)
 	}
 	prog := newProgress(stderr, !l.Args.NoProgress)
-	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
+	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog,
+		Order: f.configABOrder(), Seed: uint64(time.Now().UnixNano())})
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -297,12 +302,15 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		fmt.Fprintf(stderr, "bench ci: warning: %v\n", runErr)
 	}
 	if f.r2.baselineConfig != "" {
-		// A/B of two configurations: the first of the set against the second.
-		if len(cur.Configs) != 2 {
-			return exitWith(exitUsage, errors.New("--baseline-config and --candidate-config give the same configuration: nothing to compare"))
+		// A/B of two configurations: the first of the set against the
+		// second, block by block unless --ab-test unpaired.
+		if base, cur, err = splitConfigAB(cur); err != nil {
+			return exitWith(exitUsage, err)
 		}
-		base = &ci.Samples{Name: "baseline " + cur.Configs[0].Label, Configs: cur.Configs[:1]}
-		cur = &ci.Samples{Name: "candidate " + cur.Configs[1].Label, Configs: cur.Configs[1:]}
+		o := f.compareOptions(th.Alpha)
+		o.Paired = f.r2.abTest != "unpaired"
+		pairNoiseCheck(stderr, base, cur, th, f.repeat, o.Paired, f)
+		return finishCI(stdout, stderr, base, cur, th, f, o)
 	}
 	if base == nil && f.r2.historyWindow == 0 && f.r2.history != "" {
 		if err := finishReportRound2(stdout, stderr, nil, cur, th, f); err != nil {
