@@ -63,7 +63,8 @@ neither, the defaults.
 
 Options:
   --repeat N               runs of each configuration (default 5; at least 4 or 5
-                           per side are needed for p < 0.05 to be reachable)
+                           per side are needed for p < 0.05 to be reachable, 6
+                           blocks for the paired test of an A/B job), or auto
   --baseline REF           a stored experiment id, or a bench export file (.csv, .json);
                            without it, the run is only recorded (exit 0): a baseline
   --thresholds FILE        the thresholds file (JSON5), e.g.
@@ -90,12 +91,15 @@ A/B in one job (no --baseline):
                            cpu_user_s, cpu_sys_s, max_rss_mb
   --baseline-config FILE --candidate-config FILE
                            two tunable values files of the environment, interleaved
-  --ab-order random|alternate   order inside a block of commands (default random)
+  --ab-order random|alternate   order inside a block, of commands or configurations
+                                (default random)
   --ab-test paired|unpaired     blocks compared pair by pair (signed-rank; default)
                                 or as two samples (Mann–Whitney)
-  --repeat auto            A/B of commands: run until every metric is decided
-                           (group-sequential, alpha spending), at most --max-repeat
-  --max-repeat N           cap of --repeat auto (default 20)
+  --repeat auto            run until every metric is decided (group-sequential,
+                           alpha spending), at most --max-repeat runs per side:
+                           A/B of commands or configurations, or --config runs
+                           against a stored --baseline
+  --max-repeat N           cap of --repeat auto (default 20, at least 6)
   --run-timeout DURATION   a command run taking longer is an error
 
 History:
