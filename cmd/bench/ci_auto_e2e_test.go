@@ -129,6 +129,10 @@ func TestCIStoredBaselineRepeatAuto(t *testing.T) {
 	if vals := trialValues(t, dir, "same"); len(vals) != 10 {
 		t.Errorf("ran %v, want 10 trials", vals)
 	}
+	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "thv.jsonc", "--baseline", "base", "--ab-order", "alternate", "--no-progress")
+	if r.code != 2 || !strings.Contains(r.stderr, "--ab-order and --ab-test tune an A/B job") {
+		t.Errorf("--ab-order without A/B: exit %d %s", r.code, r.stderr)
+	}
 	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "thv.jsonc", "--repeat", "auto", "--no-progress")
 	if r.code != 2 || !strings.Contains(r.stderr, "--repeat auto needs something to compare with") {
 		t.Errorf("auto without a baseline: exit %d %s", r.code, r.stderr)

@@ -126,6 +126,8 @@ func (r *ciRound2) validate(f *ciFlags) error {
 		return errors.New("--current reads results from a file: it cannot be given with an A/B job")
 	case r.current != "" && f.baseline == "" && r.historyWindow == 0:
 		return errors.New("--current FILE needs --baseline (a file or experiment) or --history FILE --history-window N to compare with")
+	case (r.abOrder != "" || r.abTest != "") && !cmds && !cfgs:
+		return errors.New("--ab-order and --ab-test tune an A/B job (--baseline-command/--candidate-command or --baseline-config/--candidate-config)")
 	case r.auto && r.current != "":
 		return errors.New("--repeat auto runs trials until the verdict is clear: it cannot be given with --current")
 	case r.auto && !cmds && !cfgs && f.baseline == "":
