@@ -7,8 +7,10 @@ import (
 	"github.com/benchtune/bench/analysis"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchtune/bench/configs"
@@ -115,6 +117,18 @@ type RunOptions struct {
 	Observer   schedulers.Observer
 	// Now stamps the experiment id (nil: time.Now).
 	Now func() time.Time
+	// Order of the set within each of the Repeat cycles: "" or
+	// OrderAlternate, the set's order (mlos_bench's ManualOptimizer
+	// cycle); OrderRandomBlocks, a seeded random order per cycle (Seed).
+	Order string
+	Seed  uint64
+	// Looks (runs per configuration, increasing, the last at most Repeat)
+	// and Look make a sequential run (--repeat auto): once every
+	// configuration has run Looks[k] times, Look(k) is called (on the
+	// scheduler's goroutine, with the trials stored), and the run stops
+	// when it returns true.
+	Looks []int
+	Look  func(k int) bool
 }
 
 // Run is an assembled bench ci run.
@@ -141,8 +155,13 @@ func Build(ctx context.Context, l *configs.Launch, o RunOptions) (*Run, error) {
 	}
 	stamp := now().UTC().Format("20060102T150405.000Z")
 	cr := &Run{}
+	var stopped atomic.Bool
+	observer := o.Observer
+	if o.Look != nil {
+		observer = &lookObserver{inner: o.Observer, perLook: len(o.Set), looks: o.Looks, look: o.Look, stopped: &stopped}
+	}
 	r, err := launcher.Build(ctx, l, launcher.Options{
-		Observer: o.Observer,
+		Observer: observer,
 		AdjustScheduler: func(cfg *schedulers.Config) {
 			id := o.SaveAs
 			if id == "" {
@@ -160,7 +179,11 @@ func Build(ctx context.Context, l *configs.Launch, o RunOptions) (*Run, error) {
 			cfg.MaxTrials = len(o.Set) * o.Repeat
 		},
 		Optimizer: func(r *launcher.Run, configured optimizers.Optimizer) (optimizers.Optimizer, error) {
-			return cr.optimizer(r, configured, o)
+			opt, err := cr.optimizer(r, configured, o)
+			if err != nil || o.Look == nil {
+				return opt, err
+			}
+			return stoppable{Optimizer: opt, stopped: &stopped}, nil
 		},
 	})
 	if err != nil {
@@ -207,11 +230,15 @@ func (cr *Run) optimizer(r *launcher.Run, configured optimizers.Optimizer, o Run
 			targets[rule.Metric] = dir
 		}
 	}
+	cycles := o.Repeat
+	if o.Order == OrderRandomBlocks {
+		cycle, cycles = blockCycle(o.Set, o.Repeat, o.Seed), 1
+	}
 	return optimizers.New(optimizers.Spec{
 		Class: "mlos_bench.optimizers.ManualOptimizer",
 		Config: map[string]any{
 			"tunable_values_cycle": cycle,
-			"max_cycles":           int64(o.Repeat),
+			"max_cycles":           int64(cycles),
 			"max_suggestions":      int64(o.Repeat * len(o.Set)),
 			"optimization_targets": targets,
 		},
@@ -248,6 +275,22 @@ func (cr *Run) Samples(ctx context.Context) (s *Samples, trials, failed int, err
 			s.Configs = append(s.Configs, ConfigSamples{Key: h, Label: cr.Configs[i].Label, Values: map[string][]float64{}})
 		}
 	}
+	// In set order (not the order of the first trials: with random blocks
+	// the second configuration may run first).
+	rank := make(map[string]int, len(cr.hashes))
+	for i, h := range cr.hashes {
+		rank[h] = i + 1
+	}
+	slices.SortStableFunc(s.Configs, func(a, b ConfigSamples) int {
+		ra, rb := rank[a.Key], rank[b.Key]
+		if ra == 0 {
+			ra = len(rank) + 1
+		}
+		if rb == 0 {
+			rb = len(rank) + 1
+		}
+		return ra - rb
+	})
 	return s, len(ts), failed, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -62,7 +63,8 @@ neither, the defaults.
 
 Options:
   --repeat N               runs of each configuration (default 5; at least 4 or 5
-                           per side are needed for p < 0.05 to be reachable)
+                           per side are needed for p < 0.05 to be reachable, 6
+                           blocks for the paired test of an A/B job), or auto
   --baseline REF           a stored experiment id, or a bench export file (.csv, .json);
                            without it, the run is only recorded (exit 0): a baseline
   --thresholds FILE        the thresholds file (JSON5), e.g.
@@ -89,12 +91,15 @@ A/B in one job (no --baseline):
                            cpu_user_s, cpu_sys_s, max_rss_mb
   --baseline-config FILE --candidate-config FILE
                            two tunable values files of the environment, interleaved
-  --ab-order random|alternate   order inside a block of commands (default random)
+  --ab-order random|alternate   order inside a block, of commands or configurations
+                                (default random)
   --ab-test paired|unpaired     blocks compared pair by pair (signed-rank; default)
                                 or as two samples (Mann–Whitney)
-  --repeat auto            A/B of commands: run until every metric is decided
-                           (group-sequential, alpha spending), at most --max-repeat
-  --max-repeat N           cap of --repeat auto (default 20)
+  --repeat auto            run until every metric is decided (group-sequential,
+                           alpha spending), at most --max-repeat runs per side:
+                           A/B of commands or configurations, or --config runs
+                           against a stored --baseline
+  --max-repeat N           cap of --repeat auto (default 20, at least 6)
   --run-timeout DURATION   a command run taking longer is an error
 
 History:
@@ -267,11 +272,15 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 			return exitWith(exitUsage, fmt.Errorf("baseline: %w", err))
 		}
 	}
+	if f.r2.auto {
+		return runCIConfigAuto(ctx, stdout, stderr, f, th, l, set, base)
+	}
 	if base != nil {
 		noiseCheck(stderr, base, th, f.repeat, f)
 	}
 	prog := newProgress(stderr, !l.Args.NoProgress)
-	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog})
+	r, err := ci.Build(ctx, l, ci.RunOptions{Set: set, Repeat: f.repeat, SaveAs: f.saveAs, Thresholds: th, Observer: prog,
+		Order: f.configABOrder(), Seed: uint64(time.Now().UnixNano())})
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitWith(exitInterrupted, errors.New("interrupted"))
@@ -297,12 +306,15 @@ func runCI(stdout, stderr io.Writer, argv []string) error {
 		fmt.Fprintf(stderr, "bench ci: warning: %v\n", runErr)
 	}
 	if f.r2.baselineConfig != "" {
-		// A/B of two configurations: the first of the set against the second.
-		if len(cur.Configs) != 2 {
-			return exitWith(exitUsage, errors.New("--baseline-config and --candidate-config give the same configuration: nothing to compare"))
+		// A/B of two configurations: the first of the set against the
+		// second, block by block unless --ab-test unpaired.
+		if base, cur, err = splitConfigAB(cur); err != nil {
+			return exitWith(exitUsage, err)
 		}
-		base = &ci.Samples{Name: "baseline " + cur.Configs[0].Label, Configs: cur.Configs[:1]}
-		cur = &ci.Samples{Name: "candidate " + cur.Configs[1].Label, Configs: cur.Configs[1:]}
+		o := f.compareOptions(th.Alpha)
+		o.Paired = f.r2.abTest != "unpaired"
+		pairNoiseCheck(stderr, base, cur, th, f.repeat, o.Paired, f)
+		return finishCI(stdout, stderr, base, cur, th, f, o)
 	}
 	if base == nil && f.r2.historyWindow == 0 && f.r2.history != "" {
 		if err := finishReportRound2(stdout, stderr, nil, cur, th, f); err != nil {

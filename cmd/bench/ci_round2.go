@@ -126,8 +126,12 @@ func (r *ciRound2) validate(f *ciFlags) error {
 		return errors.New("--current reads results from a file: it cannot be given with an A/B job")
 	case r.current != "" && f.baseline == "" && r.historyWindow == 0:
 		return errors.New("--current FILE needs --baseline (a file or experiment) or --history FILE --history-window N to compare with")
-	case r.auto && !cmds:
-		return errors.New("--repeat auto is available for A/B jobs of commands (--baseline-command/--candidate-command)")
+	case (r.abOrder != "" || r.abTest != "") && !cmds && !cfgs:
+		return errors.New("--ab-order and --ab-test tune an A/B job (--baseline-command/--candidate-command or --baseline-config/--candidate-config)")
+	case r.auto && r.current != "":
+		return errors.New("--repeat auto runs trials until the verdict is clear: it cannot be given with --current")
+	case r.auto && !cmds && !cfgs && f.baseline == "":
+		return errors.New("--repeat auto needs something to compare with: --baseline, or an A/B job (--baseline-config/--candidate-config, --baseline-command/--candidate-command)")
 	case r.historyWindow > 0 && r.history == "":
 		return errors.New("--history-window needs --history FILE")
 	}
@@ -347,15 +351,5 @@ func finishReportRound2(stdout, stderr io.Writer, rep *ci.Report, cur *ci.Sample
 
 // abNoiseCheck is the noise check of an A/B job after its pilot blocks.
 func abNoiseCheck(stderr io.Writer, ab *ci.ABRunner, th *ci.Thresholds, n int, paired bool, f ciFlags) {
-	if !paired {
-		noiseCheck(stderr, ab.Base, th, n, f)
-		return
-	}
-	for _, nz := range ci.NoiseCheckPaired(ab.Base, ab.Cur, th.Metrics, n, th.Alpha) {
-		kind := "noise"
-		if nz.Warn() {
-			kind = "warning"
-		}
-		fmt.Fprintf(stderr, "bench ci: %s: %s\n", kind, nz)
-	}
+	pairNoiseCheck(stderr, ab.Base, ab.Cur, th, n, paired, f)
 }

@@ -126,7 +126,7 @@ func TestCIABInOneJob(t *testing.T) {
 	write(t, dir, "b.jsonc", `{"xv": 20}`, 0o644)
 	write(t, dir, "thv.jsonc", `{"metrics": {"v": {"max_increase": "5%"}}}`, 0o644)
 	r = runBench(t, dir, "ci", "--environment", "env.jsonc", "--thresholds", "thv.jsonc", "--baseline-config", "a.jsonc", "--candidate-config", "b.jsonc",
-		"--repeat", "5", "--save-as", "ab", "--no-progress")
+		"--repeat", "5", "--ab-order", "alternate", "--ab-test", "unpaired", "--save-as", "ab", "--no-progress")
 	if r.code != 1 || !strings.Contains(r.stderr, "REGRESSION   v [b.jsonc]: +100.00%") {
 		t.Errorf("A/B configs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
