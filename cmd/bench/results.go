@@ -542,6 +542,10 @@ func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storag
 	for _, m := range ordered {
 		header = append(header, "result."+m)
 	}
+	reusedCol := anyReused(trials)
+	if reusedCol {
+		header = append(header, "reused_from")
+	}
 	header = append(header, "duration", "reason")
 	var rows [][]string
 	for _, t := range trials {
@@ -551,6 +555,9 @@ func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storag
 		}
 		for _, m := range ordered {
 			row = append(row, round(t.Results.Text(m)))
+		}
+		if reusedCol {
+			row = append(row, reusedCell(info.ID, t.ReusedFrom))
 		}
 		dur := ""
 		if t.Finished() {
