@@ -138,7 +138,9 @@ func TestColourByOrderAndReused(t *testing.T) {
 		colours[strings.ToLower(m[1])]++
 	}
 	first, last := orderColor(0, 9), orderColor(8, 9)
-	hex := func(r, g, b uint8) string { return "#" + strconv.FormatUint(uint64(r)<<16|uint64(g)<<8|uint64(b)|1<<24, 16)[1:] }
+	hex := func(r, g, b uint8) string {
+		return "#" + strconv.FormatUint(uint64(r)<<16|uint64(g)<<8|uint64(b)|1<<24, 16)[1:]
+	}
 	if colours[hex(first.R, first.G, first.B)] < 2 {
 		t.Errorf("the first trial's colour %s is not on a point and in the legend: %v", hex(first.R, first.G, first.B), colours)
 	}
