@@ -168,3 +168,27 @@ func TestColourByOrderAndReused(t *testing.T) {
 		t.Errorf("%d labelled ticks on 0..30", labels)
 	}
 }
+
+// TestReportReusedAndWrap: bench report marks a reused trial in its
+// trials table (naming the trial it copied) and lets the table wrap
+// (width 100%, cells break long words) instead of running off the right.
+func TestReportReusedAndWrap(t *testing.T) {
+	info, trials := logExperiment()
+	var buf strings.Builder
+	if err := WriteReport(&buf, ReportInput{Info: info, Trials: trials}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, `<tr class="reused"><td class="num">9</td><td>SUCCEEDED <span class="reused-mark"`) ||
+		!strings.Contains(page, "↺ reused trial 2</span>") {
+		t.Errorf("trial 9 is not marked as reusing trial 2:\n%s", page)
+	}
+	if strings.Count(page, "reused-mark\"") != 1 {
+		t.Errorf("%d reused marks, want 1", strings.Count(page, "reused-mark\""))
+	}
+	for _, css := range []string{"table.trials { width: 100%; }", "overflow-wrap: anywhere", "<th>buffer_<wbr>mb</th>"} {
+		if !strings.Contains(page, css) {
+			t.Errorf("the page lacks %q", css)
+		}
+	}
+}

@@ -168,8 +168,11 @@ document.getElementById("r").addEventListener("load", function () {
     imgs.push({alt: im.alt, complete: im.complete, natural_w: im.naturalWidth, natural_h: im.naturalHeight, w: r.width, h: r.height});
   });
   var h1 = d.querySelector("h1");
+  var tb = d.querySelector("table.trials"), box = d.querySelector("div.trials");
   document.getElementById("result").textContent = JSON.stringify({
     title: d.title, h1: h1 ? h1.textContent : "", images: imgs,
+    table_w: tb ? tb.scrollWidth : -1, table_box_w: box ? box.clientWidth : -1,
+    table_right: tb ? tb.getBoundingClientRect().right : -1, body_right: d.body.getBoundingClientRect().right,
     scripts: d.querySelectorAll("script").length});
 });
 </script>
@@ -227,7 +230,13 @@ func TestReportInChromium(t *testing.T) {
 		Title   string `json:"title"`
 		H1      string `json:"h1"`
 		Scripts int    `json:"scripts"`
-		Images  []struct {
+		// The trials table's width and its box's (issue 24: it fits or
+		// wraps, never cut off on the right).
+		TableW     float64 `json:"table_w"`
+		TableBoxW  float64 `json:"table_box_w"`
+		TableRight float64 `json:"table_right"`
+		BodyRight  float64 `json:"body_right"`
+		Images     []struct {
 			Alt      string  `json:"alt"`
 			Complete bool    `json:"complete"`
 			NaturalW float64 `json:"natural_w"`
@@ -246,6 +255,10 @@ func TestReportInChromium(t *testing.T) {
 	if res.Scripts != 0 {
 		t.Errorf("the report has %d scripts", res.Scripts)
 	}
+	if res.TableW <= 0 || res.TableW > res.TableBoxW+1 || res.TableRight > res.BodyRight+1 {
+		t.Errorf("the trials table does not fit: %v wide in a box of %v (right edge %v, page body's %v)", res.TableW, res.TableBoxW, res.TableRight, res.BodyRight)
+	}
+	t.Logf("trials table %v wide in a box of %v", res.TableW, res.TableBoxW)
 	if len(res.Images) != wantImages {
 		t.Errorf("Chromium shows %d images, want %d", len(res.Images), wantImages)
 	}
