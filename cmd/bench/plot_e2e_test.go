@@ -301,3 +301,44 @@ func copyFile(from, to string) error {
 	}
 	return out.Close()
 }
+
+// TestPlotLogAxes: bench plot --log NAME and --tunables FILE ("log": true)
+// put that tunable on a log axis (its axis label says so); without them a
+// narrow range stays linear; a bad --tunables file is a usage error
+// naming the file.
+func TestPlotLogAxes(t *testing.T) {
+	dir := plotExperiment(t)
+	label := func(sub string) string {
+		b, err := os.ReadFile(filepath.Join(dir, sub, "tunable-xv.svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "lin", "--format", "svg"); r.code != 0 {
+		t.Fatalf("plot: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := label("lin"); !strings.Contains(s, "xv (numeric)<") {
+		t.Errorf("xv is not on a linear axis by default")
+	}
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "log1", "--format", "svg", "--log", "xv"); r.code != 0 {
+		t.Fatalf("plot --log: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := label("log1"); !strings.Contains(s, "xv (numeric, log scale)<") {
+		t.Errorf("--log xv: not a log axis")
+	}
+	write(t, dir, "logtun.jsonc", `{"g": {"cost": 1, "params": {"xv": {"type": "int", "range": [1, 100], "default": 30, "log": true}}}}`, 0o644)
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "log2", "--format", "svg", "--tunables", "logtun.jsonc"); r.code != 0 {
+		t.Fatalf("plot --tunables: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := label("log2"); !strings.Contains(s, "xv (numeric, log scale)<") {
+		t.Errorf("--tunables with log xv: not a log axis")
+	}
+	if r := runBench(t, dir, "report", "plots-1", "-o", "r.html", "--log", "xv"); r.code != 0 {
+		t.Errorf("report --log: exit %d\n%s", r.code, r.stderr)
+	}
+	write(t, dir, "bad.jsonc", `{"g": {"cost": 1, "params": {"xv": {"type": "int", "range": [1, 100], "default": 30, "log": "yes"}}}}`, 0o644)
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "bad", "--tunables", "bad.jsonc"); r.code != 2 || !strings.Contains(r.stderr, "bad.jsonc") {
+		t.Errorf("bad --tunables: exit %d\n%s", r.code, r.stderr)
+	}
+}
