@@ -168,19 +168,42 @@ func addOrdered(p *plot.Plot, pts []orderPoint) error {
 	}
 	rank := ranks(ids)
 	n := len(rank)
+	// One scatter per colour level and shape (at most 256 levels), not per
+	// point: 10,000 trials draw as fast as before.
+	levels := min(n, 256)
+	level := func(id int) int {
+		if n <= 1 {
+			return 0
+		}
+		return int(math.Round(float64(rank[id]) * float64(levels-1) / float64(n-1)))
+	}
+	type key struct {
+		level  int
+		reused bool
+	}
+	groups := map[key]plotter.XYs{}
+	var order []key
 	var reused int
 	for _, pt := range pts {
-		xy := plotter.XYs{pt.XY}
-		sc, err := plotter.NewScatter(xy)
+		k := key{level(pt.ID), pt.Reused}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], pt.XY)
+		if pt.Reused {
+			reused++
+		}
+	}
+	for _, k := range order {
+		sc, err := plotter.NewScatter(groups[k])
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color = orderColor(rank[pt.ID], n)
+		sc.GlyphStyle.Color = orderColor(k.level, levels)
 		sc.GlyphStyle.Radius = vg.Points(2.8)
-		if pt.Reused {
+		if k.reused {
 			sc.GlyphStyle.Shape = draw.CrossGlyph{}
 			sc.GlyphStyle.Radius = vg.Points(3.5)
-			reused++
 		} else {
 			sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		}
@@ -190,10 +213,10 @@ func addOrdered(p *plot.Plot, pts []orderPoint) error {
 	for _, id := range ids {
 		minID, maxID = min(minID, id), max(maxID, id)
 	}
-	first := legendGlyph(orderColor(0, n), draw.CircleGlyph{})
+	first := legendGlyph(orderColor(0, levels), draw.CircleGlyph{})
 	p.Legend.Add(fmt.Sprintf("trial %d (first)", minID), first)
 	if n > 1 {
-		p.Legend.Add(fmt.Sprintf("trial %d (last)", maxID), legendGlyph(orderColor(n-1, n), draw.CircleGlyph{}))
+		p.Legend.Add(fmt.Sprintf("trial %d (last)", maxID), legendGlyph(orderColor(levels-1, levels), draw.CircleGlyph{}))
 	}
 	if reused > 0 {
 		p.Legend.Add(fmt.Sprintf("reused result (%d)", reused), legendGlyph(grey, draw.CrossGlyph{}))
