@@ -24,7 +24,7 @@ type Table struct {
 // The fixed columns of an export, before config.*, result.* and
 // telemetry.* ones.
 var exportFixed = []string{"experiment_id", "trial_id", "status", "config_id", "config_hash", "trial_runner_id",
-	"ts_start", "ts_end", "duration_s", "retry_of", "failure_reason"}
+	"ts_start", "ts_end", "duration_s", "retry_of", "failure_reason", "reused_from", "reused_from_experiment"}
 
 // ExportTable builds the tidy table of an experiment's trials: ids,
 // status, timestamps (RFC 3339, UTC), duration, each tunable as
@@ -68,7 +68,16 @@ func ExportTable(ctx context.Context, exp storage.Experiment, trials []storage.T
 	}
 	for i, t := range trials {
 		row := []any{t.ExperimentID, int64(t.ID), t.Status.String(), t.ConfigID, t.ConfigHash, optInt(t.TrialRunnerID),
-			ts(t.TsStart), ts(t.TsEnd), nil, optInt(t.RetryOf), optStr(t.FailureReason)}
+			ts(t.TsStart), ts(t.TsEnd), nil, optInt(t.RetryOf), optStr(t.FailureReason), nil, nil}
+		if r := t.ReusedFrom; r != nil {
+			// A reused copy of trial N: its result was not measured again.
+			row[11] = int64(r.TrialID)
+			exp := r.ExperimentID
+			if exp == "" {
+				exp = t.ExperimentID
+			}
+			row[12] = exp
+		}
 		if t.Finished() {
 			row[8] = t.TsEnd.Sub(t.TsStart).Seconds()
 		}

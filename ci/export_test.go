@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,5 +116,76 @@ func TestExportJSONFloats(t *testing.T) {
 	var js []map[string]any
 	if err := json.Unmarshal(b.Bytes(), &js); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExportReusedColumn: a trial that reused the result of an identical
+// trial is exported with reused_from = that trial's id (CSV and JSON), and
+// a measured trial has the column empty (CSV) or null (JSON).
+func TestExportReusedColumn(t *testing.T) {
+	ctx := context.Background()
+	cfg := storage.DefaultConfig()
+	cfg.Database = filepath.Join(t.TempDir(), "bench.sqlite")
+	st, err := storage.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exp, _, err := st.Experiment(ctx, storage.ExperimentInfo{ID: "x", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := map[string]string{"level": "6"}
+	first, err := exp.NewTrial(ctx, storage.TrialSpec{Params: p, TsStart: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Finish(ctx, first.ID, storage.TrialOutcome{Status: trial.SUCCEEDED, Ts: t0.Add(time.Second), Results: map[string]any{"score": 2.0}}); err != nil {
+		t.Fatal(err)
+	}
+	copyT, err := exp.NewTrial(ctx, storage.TrialSpec{Params: p, TsStart: t0.Add(2 * time.Second), ReusedFrom: &storage.TrialRef{TrialID: first.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Finish(ctx, copyT.ID, storage.TrialOutcome{Status: trial.SUCCEEDED, Ts: t0.Add(2 * time.Second), Results: map[string]any{"score": 2.0}}); err != nil {
+		t.Fatal(err)
+	}
+	trials, err := exp.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := ExportTable(ctx, exp, trials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cbuf, jbuf bytes.Buffer
+	if err := tb.WriteCSV(&cbuf); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&cbuf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	ri, ok := col["reused_from"]
+	if !ok {
+		t.Fatalf("no reused_from column: %v", recs[0])
+	}
+	if len(recs) != 3 || recs[1][ri] != "" || recs[2][ri] != strconv.Itoa(first.ID) || recs[2][col["reused_from_experiment"]] != "x" {
+		t.Errorf("reused_from cells: %v", recs)
+	}
+	if err := tb.WriteJSON(&jbuf); err != nil {
+		t.Fatal(err)
+	}
+	var js []map[string]any
+	if err := json.Unmarshal(jbuf.Bytes(), &js); err != nil {
+		t.Fatal(err)
+	}
+	if js[0]["reused_from"] != nil || js[1]["reused_from"] != float64(first.ID) {
+		t.Errorf("json reused_from: %v", js)
 	}
 }

@@ -208,8 +208,12 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Add(plotter.NewGrid())
+	p.Y.Tick.Marker = denseTicks{}
+	p.X.Tick.Marker = denseTicks{}
 	return p
 }
+
+func sortInts(a []int) { sort.Ints(a) }
 
 // pad widens the axes' ranges (set from the data by Add) so that no
 // point sits on an axis: by frac of the range on each side, and by legend
@@ -237,28 +241,44 @@ var (
 	grey   = color.RGBA{R: 150, G: 150, B: 150, A: 255}
 )
 
-// Trace is the optimization trace: each successful trial's score (the
-// first objective) by trial id, and the best score so far as a step line
-// (the largest for a max objective).
+// Trace is the optimization trace: each successful trial's score by trial
+// id, coloured by trial order (a reused result as a cross), and the best
+// score so far as a step line (the largest for a max objective); one plot
+// per objective, one under another.
 func Trace(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error) {
-	name, max, err := objective(info, 0)
-	if err != nil {
+	if _, _, err := objective(info, 0); err != nil {
 		return nil, err
 	}
+	var ps []*plot.Plot
+	var names []string
+	for i := range info.Objectives {
+		name, max, _ := objective(info, i)
+		p, err := tracePlot(info, trials, name, max)
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			continue // a later target without scores: the others are drawn
+		}
+		ps = append(ps, p)
+		names = append(names, name)
+	}
+	title := fmt.Sprintf("Optimization trace: %s by trial, and the best so far", strings.Join(names, ", "))
+	if len(info.Objectives) == 1 {
+		_, max, _ := objective(info, 0)
+		title += " (" + dirWord(max) + ")"
+	}
+	return newFigure("trace", title, ps...), nil
+}
+
+func tracePlot(info storage.ExperimentInfo, trials []storage.Trial, name string, max bool) (*plot.Plot, error) {
 	pts, best := traceSeries(trials, name, max)
 	if len(pts) == 0 {
 		return nil, noScores(info, name, trials)
 	}
-	p := newPlot(fmt.Sprintf("Optimization trace of %s", info.ID),
+	p := newPlot(fmt.Sprintf("Optimization trace of %s: %s", info.ID, name),
 		fmt.Sprintf("trial (%d of %d trials scored)", len(pts), len(trials)),
 		fmt.Sprintf("%s (%s)", name, dirWord(max)))
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, err
-	}
-	sc.GlyphStyle.Color = blue
-	sc.GlyphStyle.Shape = draw.CircleGlyph{}
-	sc.GlyphStyle.Radius = vg.Points(2.5)
 	ln, err := plotter.NewLine(best)
 	if err != nil {
 		return nil, err
@@ -266,13 +286,21 @@ func Trace(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error)
 	ln.StepStyle = plotter.PostStep
 	ln.Color = orange
 	ln.Width = vg.Points(1.5)
-	p.Add(ln, sc)
-	p.Legend.Add("trial", sc)
+	p.Add(ln)
 	p.Legend.Add("best so far", ln)
+	var ops []orderPoint
+	for _, t := range byID(trials) {
+		if v, ok := value(t, name); ok {
+			ops = append(ops, orderPoint{XY: plotter.XY{X: float64(t.ID), Y: v}, ID: t.ID, Reused: reusedTrial(t)})
+		}
+	}
+	if err := addOrdered(p, ops); err != nil {
+		return nil, err
+	}
 	// The legend sits where the best-so-far line is not heading.
 	p.Legend.Top = !max
-	pad(p, 0.04, 0.15, p.Legend.Top)
-	return newFigure("trace", fmt.Sprintf("Optimization trace: %s by trial, and the best so far (%s)", name, dirWord(max)), p), nil
+	pad(p, 0.04, 0.25, p.Legend.Top)
+	return p, nil
 }
 
 // traceSeries returns each successful trial's finite numeric result name
@@ -298,14 +326,21 @@ func traceSeries(trials []storage.Trial, name string, max bool) (pts, best plott
 // numbers is a numeric axis; any other is categorical, one column per
 // value (points spread a little sideways so that equal ones show).
 func Tunables(info storage.ExperimentInfo, trials []storage.Trial) ([]*Figure, error) {
+	return TunablesWith(info, trials, Options{})
+}
+
+// TunablesWith is Tunables drawn with the options: a numeric tunable named
+// in opt.LogX (or spanning three decades or more) is on a log axis.
+func TunablesWith(info storage.ExperimentInfo, trials []storage.Trial, opt Options) ([]*Figure, error) {
 	name, max, err := objective(info, 0)
 	if err != nil {
 		return nil, err
 	}
 	type point struct {
-		id    int
-		param string
-		score float64
+		id     int
+		param  string
+		score  float64
+		reused bool
 	}
 	byParam := map[string][]point{}
 	scored := 0
@@ -316,7 +351,7 @@ func Tunables(info storage.ExperimentInfo, trials []storage.Trial) ([]*Figure, e
 		}
 		scored++
 		for k, pv := range t.Params {
-			byParam[k] = append(byParam[k], point{t.ID, pv, v})
+			byParam[k] = append(byParam[k], point{t.ID, pv, v, reusedTrial(t)})
 		}
 	}
 	if scored == 0 {
@@ -362,19 +397,35 @@ func Tunables(info storage.ExperimentInfo, trials []storage.Trial) ([]*Figure, e
 			}
 		}
 		kind := "numeric"
+		logX := false
 		if !numeric {
 			kind = "categorical"
+		} else {
+			xs := make([]float64, len(xy))
+			for i := range xy {
+				xs[i] = xy[i].X
+			}
+			if logX = opt.useLog(param, xs); logX {
+				kind = "numeric, log scale"
+			}
 		}
 		p := newPlot(fmt.Sprintf("%s against %s", name, param), fmt.Sprintf("%s (%s)", param, kind), fmt.Sprintf("%s (%s)", name, dirWord(max)))
-		sc, err := plotter.NewScatter(xy)
-		if err != nil {
+		ops := make([]orderPoint, len(pts))
+		for i, pt := range pts {
+			ops[i] = orderPoint{XY: xy[i], ID: pt.id, Reused: pt.reused}
+		}
+		if err := addOrdered(p, ops); err != nil {
 			return nil, err
 		}
-		sc.GlyphStyle.Color = blue
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		sc.GlyphStyle.Radius = vg.Points(2.5)
-		p.Add(sc)
-		pad(p, 0.05, 0, true)
+		p.Legend.Top = true
+		pad(p, 0.05, 0.25, true)
+		if logX {
+			xs := make([]float64, len(xy))
+			for i := range xy {
+				xs[i] = xy[i].X
+			}
+			setLogX(p, xs)
+		}
 		if !numeric {
 			p.NominalX(cats...)
 			p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
@@ -433,6 +484,7 @@ func Pareto(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error
 	xn, xmax, _ := objective(info, 0)
 	yn, ymax, _ := objective(info, 1)
 	var pts plotter.XYs
+	var ops []orderPoint
 	var ys [][]float64
 	for _, t := range byID(trials) {
 		x, okx := value(t, xn)
@@ -441,6 +493,7 @@ func Pareto(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error
 			continue
 		}
 		pts = append(pts, plotter.XY{X: x, Y: y})
+		ops = append(ops, orderPoint{XY: plotter.XY{X: x, Y: y}, ID: t.ID, Reused: reusedTrial(t)})
 		sx, sy := x, y
 		if xmax {
 			sx = -sx
@@ -465,13 +518,6 @@ func Pareto(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error
 	})
 	p := newPlot(fmt.Sprintf("Pareto front of %s", info.ID),
 		fmt.Sprintf("%s (%s)", xn, dirWord(xmax)), fmt.Sprintf("%s (%s)", yn, dirWord(ymax)))
-	all, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, err
-	}
-	all.GlyphStyle.Color = grey
-	all.GlyphStyle.Shape = draw.CircleGlyph{}
-	all.GlyphStyle.Radius = vg.Points(2.5)
 	fl, fp, err := plotter.NewLinePoints(front)
 	if err != nil {
 		return nil, err
@@ -480,12 +526,15 @@ func Pareto(info storage.ExperimentInfo, trials []storage.Trial) (*Figure, error
 	fl.Width = vg.Points(1.5)
 	fp.GlyphStyle.Color = orange
 	fp.GlyphStyle.Shape = draw.CircleGlyph{}
-	fp.GlyphStyle.Radius = vg.Points(3.5)
-	p.Add(all, fl, fp)
-	p.Legend.Add("trial", all)
+	fp.GlyphStyle.Shape = draw.RingGlyph{}
+	fp.GlyphStyle.Radius = vg.Points(5)
+	p.Add(fl, fp)
 	p.Legend.Add(fmt.Sprintf("Pareto front (%d)", len(front)), fl, fp)
+	if err := addOrdered(p, ops); err != nil {
+		return nil, err
+	}
 	p.Legend.Top = true
-	pad(p, 0.05, 0.15, true)
+	pad(p, 0.05, 0.25, true)
 	return newFigure("pareto", fmt.Sprintf("Pareto front of %s and %s (%d of %d trials on it)", xn, yn, len(front), len(pts)), p), nil
 }
 
@@ -624,12 +673,17 @@ func Compare(rep *ci.Report, base, cur *ci.Samples) (*Figure, error) {
 // that cannot be drawn are left out, each with a note saying why; the
 // error is set only when none can be drawn.
 func All(info storage.ExperimentInfo, trials []storage.Trial) (figs []*Figure, notes []string, err error) {
+	return AllWith(info, trials, Options{})
+}
+
+// AllWith is All drawn with the options (log axes).
+func AllWith(info storage.ExperimentInfo, trials []storage.Trial, opt Options) (figs []*Figure, notes []string, err error) {
 	tr, err := Trace(info, trials)
 	if err != nil {
 		return nil, nil, err
 	}
 	figs = append(figs, tr)
-	tun, err := Tunables(info, trials)
+	tun, err := TunablesWith(info, trials, opt)
 	if err != nil {
 		notes = append(notes, "tunables: "+err.Error())
 	}

@@ -36,6 +36,8 @@ type reportRow struct {
 	Params   []string
 	Results  []string
 	Reason   string
+	// Reused names the trial whose result this one reused ("": measured).
+	Reused string
 }
 
 type reportFigure struct {
@@ -109,6 +111,12 @@ func WriteReport(w io.Writer, in ReportInput) error {
 	for _, t := range byID(in.Trials) {
 		r := reportRow{ID: t.ID, Status: t.Status.String(), OK: t.Status == trial.SUCCEEDED, Reason: t.FailureReason,
 			Best: haveBest && t.ID == bestID}
+		if rf := t.ReusedFrom; rf != nil {
+			r.Reused = "trial " + strconv.Itoa(rf.TrialID)
+			if rf.ExperimentID != "" && rf.ExperimentID != in.Info.ID {
+				r.Reused += " of " + rf.ExperimentID
+			}
+		}
 		if t.Finished() && !t.TsStart.IsZero() {
 			r.Duration = fmt.Sprintf("%.3g s", t.TsEnd.Sub(t.TsStart).Seconds())
 		}
@@ -164,7 +172,22 @@ func mapKeys(m map[string]string) map[string]bool {
 	return out
 }
 
-var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// breakable splits a column name after each '.' and '_' so that the
+// page may break a long name (bench.env.run.max_rss_mb) there: the trials
+// table wraps instead of running off the right.
+func breakable(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if (s[i] == '.' || s[i] == '_') && i+1 < len(s) {
+			out = append(out, s[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"breakable": breakable}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -181,6 +204,12 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 tr.best td { background: #fff4e0; font-weight: 600; }
 tr.bad td { color: #a00; }
 .trials { overflow-x: auto; }
+table.trials { width: 100%; }
+table.trials th, table.trials td { overflow-wrap: break-word; }
+table.trials td.val { overflow-wrap: anywhere; min-width: 4ch; }
+table.trials td.num { white-space: normal; }
+tr.reused td { font-style: italic; }
+.reused-mark { color: #555; font-size: 0.85em; white-space: nowrap; }
 .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr)); gap: 1em; }
 figure { margin: 0; }
 figure img { width: 100%; height: auto; border: 1px solid #eee; }
@@ -227,9 +256,9 @@ figcaption { color: #555; font-size: 0.9em; }
 <h2>Trials</h2>
 <div class="trials">
 <table class="trials">
-<thead><tr><th>trial</th><th>status</th><th>duration</th>{{range .ParamCols}}<th>{{.}}</th>{{end}}{{range .ResultCols}}<th>{{.}}</th>{{end}}<th>failure reason</th></tr></thead>
+<thead><tr><th>trial</th><th>status</th><th>duration</th>{{range .ParamCols}}<th>{{range $i, $p := breakable .}}{{if $i}}<wbr>{{end}}{{$p}}{{end}}</th>{{end}}{{range .ResultCols}}<th>{{range $i, $p := breakable .}}{{if $i}}<wbr>{{end}}{{$p}}{{end}}</th>{{end}}<th>failure reason</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Best}} class="best"{{else if not .OK}} class="bad"{{end}}><td class="num">{{.ID}}</td><td>{{.Status}}</td><td class="num">{{.Duration}}</td>{{range .Params}}<td>{{.}}</td>{{end}}{{range .Results}}<td class="num">{{.}}</td>{{end}}<td>{{.Reason}}</td></tr>
+{{range .Rows}}<tr{{if .Best}} class="best"{{else if not .OK}} class="bad"{{else if .Reused}} class="reused"{{end}}><td class="num">{{.ID}}</td><td>{{.Status}}{{if .Reused}} <span class="reused-mark" title="not measured again: the result of an identical trial">↺ reused {{.Reused}}</span>{{end}}</td><td class="num">{{.Duration}}</td>{{range .Params}}<td class="val">{{.}}</td>{{end}}{{range .Results}}<td class="num">{{.}}</td>{{end}}<td class="val">{{.Reason}}</td></tr>
 {{end}}</tbody>
 </table>
 </div>

@@ -19,7 +19,9 @@ func newExportCmd() *cobra.Command {
 		Short: "Write an experiment's trials as one tidy table (CSV or JSON)",
 		Long: `Write one row per trial: experiment_id, trial_id, status, config_id,
 config_hash, trial_runner_id, ts_start, ts_end (RFC 3339, UTC),
-duration_s, retry_of, failure_reason, then each tunable (config.NAME),
+duration_s, retry_of, failure_reason, reused_from and
+reused_from_experiment (set on a row that is a reused copy of trial N:
+its result is that trial's, not a new measurement), then each tunable (config.NAME),
 each result (result.NAME) and, per telemetry metric, its mean, min and
 max over the trial (telemetry.NAME.mean, .min, .max). Missing values are
 empty in CSV and null in JSON, so that pandas (read_csv, read_json) and R

@@ -127,6 +127,16 @@ func TestReuseFrom(t *testing.T) {
 	if r := runBench(t, dir, "show", "--experiment", "B", "2"); !strings.Contains(r.stdout, "Reused the result of trial 2 of experiment A") {
 		t.Errorf("show B 2:\n%s", r.stdout)
 	}
+	// bench results and bench export say which rows are reused copies
+	// (issue 24).
+	if r := runBench(t, dir, "results", "--experiment", "B", "--format", "csv"); !strings.Contains(r.stdout, "reused_from") || !strings.Contains(r.stdout, "A:2") {
+		t.Errorf("results B: no reused_from A:2\n%s%s", r.stdout, r.stderr)
+	}
+	if r := runBench(t, dir, "export", "B"); r.code != 0 {
+		t.Errorf("export B: exit %d\n%s", r.code, r.stderr)
+	} else if rows := csvRows(t, r.stdout); len(rows) != 4 || rows[1]["trial_id"] != "2" || rows[1]["reused_from"] != "2" || rows[1]["reused_from_experiment"] != "A" {
+		t.Errorf("export B: reused_from not set:\n%s", r.stdout)
+	}
 	// Another environment config: nothing is reused, and a warning says why.
 	data, _ := os.ReadFile(filepath.Join(dir, "env.jsonc"))
 	write(t, dir, "env2.jsonc", string(data), 0o644)

@@ -17,22 +17,27 @@ func newPlotCmd() *cobra.Command {
 	var sf storageFlags
 	var dir, format string
 	var trialID int
+	var scale plotScaleFlags
 	cmd := &cobra.Command{
 		Use:   "plot EXPERIMENT",
 		Short: "Draw an experiment's plots as PNG and SVG files",
 		Long: `Draw an experiment's plots into a folder (-o, default the working folder),
 as PNG, SVG or both (--format), one file per plot and format:
 
-  trace.EXT            each successful trial's score (the first objective)
-                       by trial id, and the best score so far as a step line
-                       (the largest for a max objective)
+  trace.EXT            each successful trial's score by trial id, and the
+                       best score so far as a step line (the largest for a
+                       max objective): one plot per objective
   tunable-NAME.EXT     the score against tunable NAME, one file per tunable
-                       (categorical tunables: one column per value)
+                       (categorical tunables: one column per value; log
+                       axis for --log NAME, a --tunables FILE's "log": true
+                       tunables, or values spanning three decades)
   pareto.EXT           the first two objectives against each other with
                        the Pareto front (only with two or more objectives)
 
 With --trial N, draw only trial N's telemetry over time instead, one line
-per numeric metric: telemetry-trial-N.EXT. The paths written are printed
+per numeric metric: telemetry-trial-N.EXT. Points are coloured by trial
+order (first dark blue, last yellow); a trial that reused an identical
+trial's result is a cross. The paths written are printed
 one per line. bench compare A B --plot FILE draws a comparison; bench
 report puts the plots on an HTML page. See docs/plots.md.`,
 		Args: cobra.ExactArgs(1),
@@ -76,7 +81,11 @@ report puts the plots on an HTML page. See docs/plots.md.`,
 				if err != nil {
 					return err
 				}
-				fs, notes, err := plots.All(info, trials)
+				opt, err := scale.options()
+				if err != nil {
+					return err
+				}
+				fs, notes, err := plots.AllWith(info, trials, opt)
 				if err != nil {
 					return exitWith(exitFailed, err)
 				}
@@ -104,12 +113,14 @@ report puts the plots on an HTML page. See docs/plots.md.`,
 	cmd.Flags().StringVarP(&dir, "output", "o", ".", "folder to write the files into (created if missing)")
 	cmd.Flags().StringVar(&format, "format", "both", "png, svg or both")
 	cmd.Flags().IntVar(&trialID, "trial", 0, "draw this trial's telemetry over time instead")
+	scale.add(cmd)
 	return cmd
 }
 
 func newReportCmd() *cobra.Command {
 	var sf storageFlags
 	var output string
+	var scale plotScaleFlags
 	cmd := &cobra.Command{
 		Use:   "report EXPERIMENT -o report.html",
 		Short: "Write an experiment's report: one self-contained HTML page",
@@ -142,7 +153,11 @@ network. See docs/plots.md.`,
 				return err
 			}
 			in := plots.ReportInput{Info: info, Counts: counts, Trials: trials, Generated: time.Now(), Version: version}
-			figs, notes, err := plots.All(info, trials)
+			opt, err := scale.options()
+			if err != nil {
+				return err
+			}
+			figs, notes, err := plots.AllWith(info, trials, opt)
 			if err != nil {
 				// The page still shows the summary and the trials.
 				notes = append(notes, err.Error())
@@ -183,5 +198,6 @@ network. See docs/plots.md.`,
 	}
 	sf.addStorageOnly(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "the HTML file to write, its folder created if missing (- for stdout)")
+	scale.add(cmd)
 	return cmd
 }

@@ -168,8 +168,11 @@ document.getElementById("r").addEventListener("load", function () {
     imgs.push({alt: im.alt, complete: im.complete, natural_w: im.naturalWidth, natural_h: im.naturalHeight, w: r.width, h: r.height});
   });
   var h1 = d.querySelector("h1");
+  var tb = d.querySelector("table.trials"), box = d.querySelector("div.trials");
   document.getElementById("result").textContent = JSON.stringify({
     title: d.title, h1: h1 ? h1.textContent : "", images: imgs,
+    table_w: tb ? tb.scrollWidth : -1, table_box_w: box ? box.clientWidth : -1,
+    table_right: tb ? tb.getBoundingClientRect().right : -1, body_right: d.body.getBoundingClientRect().right,
     scripts: d.querySelectorAll("script").length});
 });
 </script>
@@ -227,7 +230,13 @@ func TestReportInChromium(t *testing.T) {
 		Title   string `json:"title"`
 		H1      string `json:"h1"`
 		Scripts int    `json:"scripts"`
-		Images  []struct {
+		// The trials table's width and its box's (issue 24: it fits or
+		// wraps, never cut off on the right).
+		TableW     float64 `json:"table_w"`
+		TableBoxW  float64 `json:"table_box_w"`
+		TableRight float64 `json:"table_right"`
+		BodyRight  float64 `json:"body_right"`
+		Images     []struct {
 			Alt      string  `json:"alt"`
 			Complete bool    `json:"complete"`
 			NaturalW float64 `json:"natural_w"`
@@ -246,6 +255,10 @@ func TestReportInChromium(t *testing.T) {
 	if res.Scripts != 0 {
 		t.Errorf("the report has %d scripts", res.Scripts)
 	}
+	if res.TableW <= 0 || res.TableW > res.TableBoxW+1 || res.TableRight > res.BodyRight+1 {
+		t.Errorf("the trials table does not fit: %v wide in a box of %v (right edge %v, page body's %v)", res.TableW, res.TableBoxW, res.TableRight, res.BodyRight)
+	}
+	t.Logf("trials table %v wide in a box of %v", res.TableW, res.TableBoxW)
 	if len(res.Images) != wantImages {
 		t.Errorf("Chromium shows %d images, want %d", len(res.Images), wantImages)
 	}
@@ -287,4 +300,45 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// TestPlotLogAxes: bench plot --log NAME and --tunables FILE ("log": true)
+// put that tunable on a log axis (its axis label says so); without them a
+// narrow range stays linear; a bad --tunables file is a usage error
+// naming the file.
+func TestPlotLogAxes(t *testing.T) {
+	dir := plotExperiment(t)
+	label := func(sub string) string {
+		b, err := os.ReadFile(filepath.Join(dir, sub, "tunable-xv.svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "lin", "--format", "svg"); r.code != 0 {
+		t.Fatalf("plot: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := label("lin"); !strings.Contains(s, "xv (numeric)<") {
+		t.Errorf("xv is not on a linear axis by default")
+	}
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "log1", "--format", "svg", "--log", "xv"); r.code != 0 {
+		t.Fatalf("plot --log: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := label("log1"); !strings.Contains(s, "xv (numeric, log scale)<") {
+		t.Errorf("--log xv: not a log axis")
+	}
+	write(t, dir, "logtun.jsonc", `{"g": {"cost": 1, "params": {"xv": {"type": "int", "range": [1, 100], "default": 30, "log": true}}}}`, 0o644)
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "log2", "--format", "svg", "--tunables", "logtun.jsonc"); r.code != 0 {
+		t.Fatalf("plot --tunables: exit %d\n%s", r.code, r.stderr)
+	}
+	if s := label("log2"); !strings.Contains(s, "xv (numeric, log scale)<") {
+		t.Errorf("--tunables with log xv: not a log axis")
+	}
+	if r := runBench(t, dir, "report", "plots-1", "-o", "r.html", "--log", "xv"); r.code != 0 {
+		t.Errorf("report --log: exit %d\n%s", r.code, r.stderr)
+	}
+	write(t, dir, "bad.jsonc", `{"g": {"cost": 1, "params": {"xv": {"type": "int", "range": [1, 100], "default": 30, "log": "yes"}}}}`, 0o644)
+	if r := runBench(t, dir, "plot", "plots-1", "-o", "bad", "--tunables", "bad.jsonc"); r.code != 2 || !strings.Contains(r.stderr, "bad.jsonc") {
+		t.Errorf("bad --tunables: exit %d\n%s", r.code, r.stderr)
+	}
 }

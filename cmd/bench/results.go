@@ -129,7 +129,11 @@ keeps trials whose tunable NAME (or result NAME) has that value (numbers
 compare as numbers; repeatable, all must hold); --best N keeps the N best
 successful trials by the objectives, best first. --sort COLUMN orders by a
 column of the table (trial, status, config, config.NAME, result.NAME,
-duration; a leading - sorts descending; numbers sort as numbers).`,
+duration; a leading - sorts descending; numbers sort as numbers).
+
+A trial that reused the result of an identical trial (not measured again)
+has it in a reused_from column (the trial id, or EXPERIMENT:ID for a
+trial of a --reuse-from experiment), shown when any trial reused one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch format {
@@ -542,6 +546,10 @@ func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storag
 	for _, m := range ordered {
 		header = append(header, "result."+m)
 	}
+	reusedCol := anyReused(trials)
+	if reusedCol {
+		header = append(header, "reused_from")
+	}
 	header = append(header, "duration", "reason")
 	var rows [][]string
 	for _, t := range trials {
@@ -551,6 +559,9 @@ func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storag
 		}
 		for _, m := range ordered {
 			row = append(row, round(t.Results.Text(m)))
+		}
+		if reusedCol {
+			row = append(row, reusedCell(info.ID, t.ReusedFrom))
 		}
 		dur := ""
 		if t.Finished() {

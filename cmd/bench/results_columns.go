@@ -81,3 +81,28 @@ func roundCell(s string) string {
 	}
 	return out
 }
+
+// anyReused reports whether a trial reused the result of an identical
+// trial: bench results then has a reused_from column (issue 24), so that a
+// copied result is not read as a new measurement.
+func anyReused(trials []storage.Trial) bool {
+	for _, t := range trials {
+		if t.ReusedFrom != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// reusedCell is the reused_from cell: the trial id whose result this one
+// reused ("" when measured), as EXPERIMENT:ID when that trial is in
+// another experiment (reuse_from).
+func reusedCell(expID string, r *storage.TrialRef) string {
+	if r == nil {
+		return ""
+	}
+	if r.ExperimentID != "" && r.ExperimentID != expID {
+		return r.ExperimentID + ":" + strconv.Itoa(r.TrialID)
+	}
+	return strconv.Itoa(r.TrialID)
+}

@@ -66,3 +66,50 @@ func TestResultsColumns(t *testing.T) {
 		t.Error("a bad pattern is accepted")
 	}
 }
+
+// TestResultsReusedColumn: a trial that reused an identical trial's result
+// is marked in bench results (a reused_from column naming that trial, in
+// the table and CSV; reused_from in JSON); without reuse there is no such
+// column.
+func TestResultsReusedColumn(t *testing.T) {
+	info := storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}}
+	trials := []storage.Trial{
+		{ID: 1, Status: trial.SUCCEEDED, ConfigID: 1, Params: map[string]string{"level": "6"}, Results: storage.Metrics{"score": 2.0}},
+		{ID: 2, Status: trial.SUCCEEDED, ConfigID: 1, Params: map[string]string{"level": "6"}, Results: storage.Metrics{"score": 2.0},
+			ReusedFrom: &storage.TrialRef{ExperimentID: "e", TrialID: 1}},
+		{ID: 3, Status: trial.SUCCEEDED, ConfigID: 2, Params: map[string]string{"level": "1"}, Results: storage.Metrics{"score": 3.0},
+			ReusedFrom: &storage.TrialRef{ExperimentID: "old", TrialID: 7}},
+	}
+	render := func(format string, trials []storage.Trial) string {
+		var b bytes.Buffer
+		if err := writeTrialColumns(&b, info, trials, format, columnSel{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	csvOut := render("csv", trials)
+	lines := strings.Split(strings.TrimSpace(csvOut), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], ",reused_from,") {
+		t.Fatalf("csv:\n%s", csvOut)
+	}
+	col := -1
+	for i, h := range strings.Split(lines[0], ",") {
+		if h == "reused_from" {
+			col = i
+		}
+	}
+	for i, want := range []string{"", "1", "old:7"} {
+		if got := strings.Split(lines[i+1], ",")[col]; got != want {
+			t.Errorf("trial %d reused_from = %q, want %q", i+1, got, want)
+		}
+	}
+	if out := render("table", trials); !strings.Contains(out, "reused_from") || !strings.Contains(out, "old:7") {
+		t.Errorf("table:\n%s", out)
+	}
+	if out := render("json", trials); !strings.Contains(out, `"reused_from"`) {
+		t.Errorf("json:\n%s", out)
+	}
+	if out := render("csv", trials[:1]); strings.Contains(out, "reused_from") {
+		t.Errorf("a column for reuse without reuse:\n%s", out)
+	}
+}
