@@ -423,5 +423,5 @@ func TestS3Suite(t *testing.T) {
 	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
 		s, _ := newMotoS3(t, map[string]any{"prefix": "suite"})
 		return s, nil, "case"
-	}})
+	}, Rooted: true})
 }

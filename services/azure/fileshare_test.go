@@ -497,5 +497,5 @@ func TestFileShareSuite(t *testing.T) {
 	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
 		srv := newFake(t, azfilesfake.Options{})
 		return newService(t, srv, map[string]any{"storageAccountKey": srv.Key()}), nil, "case"
-	}})
+	}, Rooted: true})
 }

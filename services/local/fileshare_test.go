@@ -355,5 +355,5 @@ func TestFileShareSuite(t *testing.T) {
 	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
 		s, _ := newShare(t)
 		return s, nil, "case"
-	}})
+	}, Rooted: true})
 }

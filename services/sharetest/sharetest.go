@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/benchtune/bench/internal/safefs"
@@ -26,6 +27,11 @@ type Harness struct {
 	// share accepts (relative to its root, prefix or login folder). The
 	// share and the folder are removed by the harness's own cleanups.
 	New func(t *testing.T) (share services.FileShare, params services.Params, scratch string)
+	// Rooted says the share confines remote paths to its root (the local
+	// folder, a bucket prefix, an Azure share): the suite then checks that
+	// a remote path climbing above it with ".." is refused. An SSH share
+	// is not rooted: its remote paths are the host's.
+	Rooted bool
 }
 
 // Run runs every case of the suite against the share the harness builds.
@@ -33,6 +39,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("RoundTrip", func(t *testing.T) { roundTrip(t, h) })
 	t.Run("MissingSource", func(t *testing.T) { missingSource(t, h) })
 	t.Run("PlantedLink", func(t *testing.T) { plantedLink(t, h) })
+	if h.Rooted {
+		t.Run("RemoteEscape", func(t *testing.T) { remoteEscape(t, h) })
+	}
 }
 
 // sample is the folder the cases upload: nested folders, an empty file
@@ -190,5 +199,31 @@ func plantedLink(t *testing.T, h Harness) {
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("written outside the destination: %v", entries)
+	}
+}
+
+// remoteEscape: on a rooted share, a remote path that climbs above the
+// root with ".." is refused with an error that says so, for upload and
+// download, file and folder, and a refused download writes nothing.
+func remoteEscape(t *testing.T, h Harness) {
+	s, params, scratch := h.New(t)
+	ctx := t.Context()
+	src := t.TempDir()
+	WriteTree(t, src, map[string][]byte{"f.txt": []byte("x")})
+	dst := t.TempDir()
+	refused := func(what, remote string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "root") {
+			t.Errorf("%s %q: %v, want a refusal to leave the share's root", what, remote, err)
+		}
+	}
+	for _, remote := range []string{"..", "../escape", scratch + "/../../escape", "a/../../escape"} {
+		refused("file upload to", remote, s.Upload(ctx, params, filepath.Join(src, "f.txt"), remote, false))
+		refused("folder upload to", remote, s.Upload(ctx, params, src, remote, true))
+		refused("file download from", remote, s.Download(ctx, params, remote, filepath.Join(dst, "f"), false))
+		refused("folder download from", remote, s.Download(ctx, params, remote, filepath.Join(dst, "d"), true))
+	}
+	if got := ReadTree(t, dst); len(got) != 0 {
+		t.Errorf("refused downloads wrote %v", got)
 	}
 }
