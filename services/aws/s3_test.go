@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/services/sharetest"
 )
 
 func TestCleanRemote(t *testing.T) {
@@ -416,28 +416,12 @@ func TestS3KeysOutsideTheTargetAreRefused(t *testing.T) {
 	}
 }
 
-// A folder download into a destination that holds a symbolic link to the
-// outside (planted by a trial, say) is refused at that entry, and nothing
-// is written outside.
-func TestS3DownloadThroughPlantedLink(t *testing.T) {
-	s, _ := newMotoS3(t, map[string]any{"prefix": "links"})
-	ctx := t.Context()
-	src := t.TempDir()
-	writeTree(t, src, map[string][]byte{"top.csv": []byte("a\n"), "sub/x.csv": []byte("b\n")})
-	if err := s.Upload(ctx, nil, src, "res", true); err != nil {
-		t.Fatal(err)
-	}
-	outside, dst := t.TempDir(), t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(dst, "sub")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "top.csv"), filepath.Join(dst, "top.csv")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Download(ctx, nil, "res", dst, true); !errors.Is(err, safefs.ErrOutside) {
-		t.Errorf("download through a planted link: %v, want safefs.ErrOutside", err)
-	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Errorf("written outside the destination: %v", entries)
-	}
+// TestS3Suite runs the suite every file share runs against the moto
+// server (skipped without it), each case on a fresh bucket.
+func TestS3Suite(t *testing.T) {
+	motoEnv(t)
+	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
+		s, _ := newMotoS3(t, map[string]any{"prefix": "suite"})
+		return s, nil, "case"
+	}, Rooted: true})
 }

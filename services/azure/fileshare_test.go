@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/benchtune/bench/internal/azfilesfake"
-	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/services/sharetest"
 )
 
 func newFake(t *testing.T, opts azfilesfake.Options) *azfilesfake.Server {
@@ -491,29 +491,11 @@ func TestTokenFromAuthService(t *testing.T) {
 	}
 }
 
-// A folder download into a destination that holds a symbolic link to the
-// outside (planted by a trial, say) is refused at that entry, and nothing
-// is written outside.
-func TestDownloadThroughPlantedLink(t *testing.T) {
-	srv := newFake(t, azfilesfake.Options{})
-	s := newService(t, srv, map[string]any{"storageAccountKey": srv.Key()})
-	ctx := t.Context()
-	src := t.TempDir()
-	writeTree(t, src, map[string][]byte{"res/top.csv": []byte("a\n"), "res/sub/x.csv": []byte("b\n")})
-	if err := s.Upload(ctx, nil, src, "exp", true); err != nil {
-		t.Fatal(err)
-	}
-	outside, dst := t.TempDir(), t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(dst, "sub")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "top.csv"), filepath.Join(dst, "top.csv")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Download(ctx, nil, "exp/res", dst, true); !errors.Is(err, safefs.ErrOutside) {
-		t.Errorf("download through a planted link: %v, want safefs.ErrOutside", err)
-	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Errorf("written outside the destination: %v", entries)
-	}
+// TestFileShareSuite runs the suite every file share runs against the
+// Azure Files fake, each case on a fresh server.
+func TestFileShareSuite(t *testing.T) {
+	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
+		srv := newFake(t, azfilesfake.Options{})
+		return newService(t, srv, map[string]any{"storageAccountKey": srv.Key()}), nil, "case"
+	}, Rooted: true})
 }

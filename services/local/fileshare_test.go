@@ -16,6 +16,8 @@ import (
 
 	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/internal/safeio"
+	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/services/sharetest"
 )
 
 func newShare(t *testing.T) (*LocalDirFileShareService, string) {
@@ -346,4 +348,12 @@ func TestFileShareDownloadDestinationLink(t *testing.T) {
 	if got := tree(t, outside); len(got) != 0 {
 		t.Errorf("written outside the destination: %v", got)
 	}
+}
+
+// TestFileShareSuite runs the suite every file share runs.
+func TestFileShareSuite(t *testing.T) {
+	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
+		s, _ := newShare(t)
+		return s, nil, "case"
+	}, Rooted: true})
 }

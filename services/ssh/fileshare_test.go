@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/benchtune/bench/internal/safefs"
 	"github.com/benchtune/bench/services"
+	"github.com/benchtune/bench/services/sharetest"
 )
 
 func newShare(t *testing.T, e sshEnv) *FileShareService {
@@ -351,35 +351,11 @@ func TestFileShareReconnects(t *testing.T) {
 	}
 }
 
-// A folder download into a destination that holds a symbolic link to the
-// outside (planted by a trial, say) is refused at that entry, and nothing
-// is written outside; a link at a file's own name is replaced.
-func TestFileShareDownloadThroughPlantedLink(t *testing.T) {
+// TestFileShareSuite runs the suite every file share runs against the
+// test sshd (skipped without it).
+func TestFileShareSuite(t *testing.T) {
 	e := getEnv(t)
-	s := newShare(t, e)
-	ctx := context.Background()
-	rdir := remoteScratch(t, e)
-	src := filepath.Join(t.TempDir(), "src")
-	writeTree(t, src, map[string]fileInfo{
-		"top.csv":   {Content: "metric,value\n", Mode: 0o644},
-		"sub/x.csv": {Content: "a,b\n", Mode: 0o644},
-	})
-	if err := s.Upload(ctx, e.params(), src, rdir+"/res", true); err != nil {
-		t.Fatal(err)
-	}
-	outside := t.TempDir()
-	dst := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(dst, "sub")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "top.csv"), filepath.Join(dst, "top.csv")); err != nil {
-		t.Fatal(err)
-	}
-	err := s.Download(ctx, e.params(), rdir+"/res", dst, true)
-	if !errors.Is(err, safefs.ErrOutside) {
-		t.Errorf("download through a planted link: %v, want safefs.ErrOutside", err)
-	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Errorf("written outside the destination: %v", entries)
-	}
+	sharetest.Run(t, sharetest.Harness{New: func(t *testing.T) (services.FileShare, services.Params, string) {
+		return newShare(t, e), e.params(), remoteScratch(t, e)
+	}})
 }

@@ -1,0 +1,117 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchtune/bench/storage"
+	_ "github.com/benchtune/bench/storage/sql"
+)
+
+// fuzzRoutes are the POST routes whose bodies FuzzServeBodies sends.
+var fuzzRoutes = []string{"/v1/register", "/v1/claim", "/v1/heartbeat", "/v1/result", "/v1/bye"}
+
+// FuzzServeBodies posts arbitrary bodies to each route of a real server
+// (SQLite storage, one registered worker holding a claimed trial), through
+// ServeHTTP as a client's request goes: the server never panics, answers
+// every body with a JSON response of a status a client expects (never 500
+// for a bad body), and its answer stays bounded. "$W" in a body stands for
+// the registered worker's id, so that bodies get past the id check.
+func FuzzServeBodies(f *testing.F) {
+	seeds := []struct {
+		route int
+		body  string
+	}{
+		{0, `{"name":"gpu-box-1","runners":4}`},
+		{0, `{"name":"../../etc/passwd\u0000` + strings.Repeat("x", 100) + `","runners":-3}`},
+		{0, `{"name":"w","runners":1,"extra":true}`},
+		{1, `{"worker_id":"$W","runner_id":1}`},
+		{1, `{"worker_id":"net:w:0123456789abcdef","runner_id":-1}`},
+		{1, `{"worker_id":"$W","runner_id":99999999999}`},
+		{2, `{"worker_id":"$W","runners":2,"trials":[1,2,1,-5]}`},
+		{2, `{"worker_id":"$W","runners":1,"trials":null}`},
+		{3, `{"worker_id":"$W","trial_id":1,"outcome":{"status":"SUCCEEDED","ts":"2026-11-26T12:00:00Z","results":{"score":1.5},"output":[{"phase":"run","env":"e","line":0,"command":"./run.sh","exit_code":0,"stdout":"ok\n","stderr":""}]}}`},
+		{3, `{"worker_id":"$W","trial_id":1,"outcome":{"status":"READY"}}`},
+		{3, `{"worker_id":"$W","trial_id":1,"outcome":{"status":"FAILED","failure_reason":"` + strings.Repeat("r", 5000) + `"}}`},
+		{3, `{"worker_id":"$W","trial_id":2,"outcome":"SUCCEEDED"}`},
+		{3, `{"worker_id":"$W","trial_id":1,"outcome":{"status":"PENDING","telemetry":[{"ts":"2026-11-26T12:00:00Z","metric":"m","value":{}}]}}`},
+		{4, `{"worker_id":"$W"}`},
+		{4, `{}`},
+		{2, `{"worker_id":"$W"} {"worker_id":"x"}`},
+		{1, `null`}, {2, `[]`}, {3, `{`}, {4, ``}, {0, `"\ud800"`},
+	}
+	for _, s := range seeds {
+		f.Add(uint8(s.route), []byte(s.body))
+	}
+
+	ctx := context.Background()
+	st, err := storage.Open(ctx, storage.Config{DriverName: "sqlite", Database: filepath.Join(f.TempDir(), "db.sqlite")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	exp, _, err := st.Experiment(ctx, storage.ExperimentInfo{ID: "e",
+		Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, x := range []string{"1", "2"} {
+		if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": x}}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	srv, err := New(exp, Config{Token: "tok", Lease: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		f.Fatal(err)
+	}
+	do := func(path string, body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := do("/v1/register", []byte(`{"name":"w","runners":1}`))
+	var reg RegisterResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || rec.Code != http.StatusOK {
+		f.Fatalf("register: HTTP %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("/v1/claim", []byte(`{"worker_id":"`+reg.WorkerID+`","runner_id":1}`)); rec.Code != http.StatusOK {
+		f.Fatalf("claim: HTTP %d %s", rec.Code, rec.Body)
+	}
+
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		body = bytes.ReplaceAll(body, []byte("$W"), []byte(reg.WorkerID))
+		rec := do(path, body)
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
+		default:
+			t.Fatalf("%s %q: HTTP %d %s", path, body, rec.Code, rec.Body)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%s %q: the answer is not JSON: %q", path, body, rec.Body)
+		}
+		// Bounded: an error says at most a few hundred bytes whatever it
+		// was sent; a heartbeat lists no more trials than it was asked
+		// about.
+		if limit := 2*len(body) + 1024; rec.Body.Len() > limit {
+			t.Fatalf("%s: an answer of %d bytes to a body of %d", path, rec.Body.Len(), len(body))
+		}
+		if rec.Code != http.StatusOK {
+			var e ErrorResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" || len(e.Error) > 1024 {
+				t.Fatalf("%s %q: refusal %q is not a short error", path, body, rec.Body)
+			}
+		}
+	})
+}
