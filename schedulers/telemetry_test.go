@@ -20,10 +20,12 @@ func busyTrial(t *testing.T, d time.Duration) func(context.Context, environments
 		t.Fatal(err)
 	}
 	return func(ctx context.Context, params environments.Params) environments.Result {
-		// The shell spins (builtins only: its own CPU time) while a
-		// background sleep lives.
-		line := fmt.Sprintf("sleep %.3f & p=$!; while kill -0 $p '2>/dev/null'; do :; done", d.Seconds())
-		res, err := exe.LocalExec(ctx, services.ExecRequest{Lines: []string{line}})
+		// The shell spins (builtins only: its own CPU time) for a fixed
+		// amount of work, about d of CPU or more (dash counts about a
+		// million a second here), not for a wall-clock time: a loaded
+		// machine stretches the run instead of starving the samples.
+		line := fmt.Sprintf("i=0; while [ $i -lt %d ]; do i=$((i+1)); done", int(d.Seconds()*2e6))
+		res, err := exe.LocalExec(ctx, services.ExecRequest{Lines: []string{line}, Verbatim: true})
 		if err != nil || res.ExitCode != 0 {
 			return environments.Result{Status: trial.FAILED, Reason: fmt.Sprint(err, res.Stderr)}
 		}
