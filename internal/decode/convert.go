@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/benchtune/bench/trial"
 )
 
 // The config value converters: the one rule by which every package that
@@ -75,21 +77,9 @@ func Int(v any) (int64, bool) {
 	return 0, false
 }
 
-// Float reads a number config value (NaN is not a number here).
-func Float(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, !math.IsNaN(x)
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil && !math.IsNaN(f)
-	}
-	return 0, false
-}
+// Float reads a number config value (NaN is not a number here): the
+// same rule as a result value's (trial.Numeric).
+func Float(v any) (float64, bool) { return trial.Numeric(v) }
 
 // DurationOf reads a duration config value: seconds or a duration string.
 func DurationOf(v any) (time.Duration, error) {
