@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/benchtune/bench/trial"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/benchtune/bench/trial"
 
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/environments"
