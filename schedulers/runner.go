@@ -39,6 +39,12 @@ type Spec struct {
 	// recorded). An error means the trial is no longer this process's: the
 	// runner should cancel the job and return.
 	Attach func(ctx context.Context, h Handle) error
+	// Progress, when set, takes the trial's intermediate results while it
+	// runs (trial.Progress). Runners call it from any goroutine, in step
+	// order per trial; it never blocks for long (it does not wait on
+	// storage). A trial the listener decides to stop has its ctx
+	// cancelled with cause trial.ErrPruned. nil: nobody listens.
+	Progress func(p trial.Progress)
 }
 
 // Handle identifies a trial that runs outside bench's process (a batch

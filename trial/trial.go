@@ -10,6 +10,7 @@ package trial
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"time"
 )
@@ -34,6 +35,26 @@ type Outcome struct {
 	// target metric (environments.Result.Notes); not stored.
 	Notes []string `json:"notes,omitempty"`
 }
+
+// Progress is an intermediate result of a running trial: the values it
+// reported at a step (an iteration, a second of the benchmark's run, a
+// fidelity rung). Every runner kind carries it (local runners, engine jobs,
+// network workers) to the Spec's Progress callback; it is stored as
+// telemetry with the step, and pruners (early stopping) decide on it.
+type Progress struct {
+	// Step orders a trial's reports; larger is later (0 is allowed).
+	Step int64 `json:"step"`
+	// Ts is when the values were measured; zero means now.
+	Ts time.Time `json:"ts,omitzero"`
+	// Values maps metric names to numbers (strings, booleans or nil are
+	// stored but not compared).
+	Values map[string]any `json:"values"`
+}
+
+// ErrPruned is the cancellation cause (context.Cause) of a running trial
+// stopped because its intermediate results were unpromising (early
+// stopping). Runners stop it as they stop a timed-out trial.
+var ErrPruned = errors.New("pruned")
 
 // Telemetry is one time-stamped metric value. Values may be numbers,
 // strings, booleans or nil; read back from storage they are float64 when
