@@ -140,6 +140,8 @@ var Options = []Option{
 	{names: []string{"--token_file", "--token-file"}, kind: optString, global: "serve_token_file", meta: "FILE", help: "access token file of --serve, bench serve and bench worker --connect (bench only)"},
 	{names: []string{"--tls_cert", "--tls-cert"}, kind: optString, global: "serve_tls_cert", meta: "FILE", help: "serve over TLS with this certificate (PEM), with --tls-key (bench only)"},
 	{names: []string{"--tls_key", "--tls-key"}, kind: optString, global: "serve_tls_key", meta: "FILE", help: "the TLS certificate's key (PEM) (bench only)"},
+	{names: []string{"--ui"}, kind: optString, global: "ui_listen", meta: "ADDR", help: "also serve the experiment's live dashboard (as bench ui) on ADDR, e.g. 127.0.0.1:8421 (bench only)"},
+	{names: []string{"--ui_actions", "--ui-actions"}, kind: optFlag, global: "ui_actions", flagValue: true, help: "let --ui's dashboard stop trials and the experiment (off the loopback, with --token-file's token) (bench only)"},
 	{names: []string{"--passive"}, kind: optFlag, global: "runner", flagValue: "passive", help: "run every trial by hand: bench shows each trial's configuration (and passive_command, filled in) and waits for its result, typed at the prompt or given with bench submit; see docs/passive.md (bench only)"},
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }

@@ -41,6 +41,11 @@ func (o Options) useLog(name string, xs []float64) bool {
 	return o.LogX[name] || hi/lo >= logSpan
 }
 
+// UseLog reports whether a numeric tunable named name with values xs is
+// drawn on a log axis (named in LogX, or positive and spanning a factor
+// of 1000 or more): the same rule for bench plot, report and ui.
+func (o Options) UseLog(name string, xs []float64) bool { return o.useLog(name, xs) }
+
 // setLogX puts the plot's x axis on a log scale, padded by a factor on
 // each side, with ticks at powers of ten and 2 and 5 times them.
 func setLogX(p *plot.Plot, xs []float64) {

@@ -75,6 +75,7 @@ stores everything and repeats.
 		Version:       version,
 	}
 	root.AddCommand(newRunCmd(), newWorkerCmd(), newStopCmd(), newSubmitCmd(), newExecTrialCmd(), newPilotsCmd(), newServeCmd(), newValidateCmd(), newResultsCmd(), newShowCmd(), newSchemaCmd(), newCICmd(), newCompareCmd(), newExportCmd(), newPlotCmd(), newReportCmd(), newConfirmCmd())
+	root.AddCommand(newUICmd())
 	return root
 }
 

@@ -179,6 +179,12 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	stopUI, err := uiDuringRun(ctx, stderr, l, r)
+	if err != nil {
+		stopServing()
+		return exitWith(exitUsage, err)
+	}
+	defer stopUI()
 	if r.SchedulerConfig.RunnerKind() == schedulers.RunnerPassive {
 		// The trials and the prompt are on the terminal: one line per
 		// trial instead of a bar redrawn over them, kept off the prompt's
