@@ -27,10 +27,23 @@ type model struct {
 	trials []storage.Trial // all, by id
 	ok     []storage.Trial // SUCCEEDED with a numeric value of the first target, by id
 	params []param
+	// vals caches the targets' values of each trial (NaN: none).
+	vals map[int][]float64
 }
 
 func newModel(info storage.ExperimentInfo, trials []storage.Trial, logX map[string]bool) *model {
-	m := &model{info: info, objs: storage.Targets(info.Objectives), trials: trials}
+	m := &model{info: info, objs: storage.Targets(info.Objectives), trials: trials, vals: make(map[int][]float64, len(trials))}
+	for _, t := range trials {
+		v := make([]float64, len(m.objs))
+		for i, o := range m.objs {
+			f, ok := t.Results.Float(o.Name)
+			if !ok || math.IsInf(f, 0) {
+				f = math.NaN()
+			}
+			v[i] = f
+		}
+		m.vals[t.ID] = v
+	}
 	for _, t := range trials {
 		if t.Status != trial.SUCCEEDED || len(m.objs) == 0 {
 			continue
@@ -101,6 +114,9 @@ func (p param) x(t storage.Trial) (float64, bool) {
 func (m *model) value(t storage.Trial, i int) (float64, bool) {
 	if i >= len(m.objs) {
 		return 0, false
+	}
+	if vs, ok := m.vals[t.ID]; ok {
+		return vs[i], !math.IsNaN(vs[i])
 	}
 	v, ok := t.Results.Float(m.objs[i].Name)
 	if ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
@@ -229,22 +245,50 @@ func etaSquared(xs, ys []float64, numeric bool) float64 {
 }
 
 // paretoFront returns the indices of the points (lower is better in every
-// coordinate) that no other point dominates.
+// coordinate) that no other point dominates, in increasing order. The
+// points are visited in lexicographic order, where no point can be
+// dominated by a later one, and each is checked against the front found
+// so far only (whatever dominates it, a front point does too): n log n
+// plus n times the front's size, instead of n².
 func paretoFront(pts [][]float64) []int {
-	var out []int
-	for i, p := range pts {
-		dominated := false
-		for j, q := range pts {
-			if i != j && dominates(q, p) {
+	idx := make([]int, len(pts))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return slices.Compare(pts[idx[a]], pts[idx[b]]) < 0 })
+	var front, out []int // front: one of each set of equal points
+	for _, i := range idx {
+		dominated, dup := false, false
+		for _, j := range front {
+			if dominates(pts[j], pts[i]) {
 				dominated = true
 				break
 			}
+			if slices.Equal(pts[j], pts[i]) {
+				dup = true
+				break
+			}
 		}
-		if !dominated {
-			out = append(out, i)
+		if dominated {
+			continue
+		}
+		out = append(out, i)
+		if !dup {
+			front = append(front, i)
 		}
 	}
+	sort.Ints(out)
 	return out
+}
+
+// weaklyDominates reports whether q is nowhere worse than p.
+func weaklyDominates(q, p []float64) bool {
+	for k := range p {
+		if q[k] > p[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func dominates(q, p []float64) bool {

@@ -401,9 +401,25 @@ func (m *model) paretoCharts(a, b int) (front template.HTML, hvChart template.HT
 	var hx, hy []float64
 	var cur [][]float64
 	for k, t := range trials {
-		cur = append(cur, vecs[k])
-		cur = frontOf(cur)
-		hvNow = hypervolume(cur, ref)
+		// A point the front already covers changes nothing; otherwise
+		// it joins the front and evicts the points it covers.
+		covered := false
+		for _, q := range cur {
+			if weaklyDominates(q, vecs[k]) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			kept := cur[:0:0]
+			for _, q := range cur {
+				if !weaklyDominates(vecs[k], q) {
+					kept = append(kept, q)
+				}
+			}
+			cur = append(kept, vecs[k])
+			hvNow = hypervolume(cur, ref)
+		}
 		hx, hy = append(hx, float64(t.ID)), append(hy, hvNow)
 	}
 	h := newSVG(chartW, chartH, "hypervolume over time")

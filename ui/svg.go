@@ -296,8 +296,15 @@ func orderColourBucketed(i, n int) string {
 		return ramp(0)
 	}
 	f := float64(i) / float64(n-1)
-	return ramp(math.Round(f*(orderBuckets-1)) / (orderBuckets - 1))
+	return bucketColours[int(math.Round(f*(orderBuckets-1)))]
 }
+
+var bucketColours = func() (out [orderBuckets]string) {
+	for k := range out {
+		out[k] = ramp(float64(k) / (orderBuckets - 1))
+	}
+	return out
+}()
 
 // orderLegend draws the colour bar "first … last trial" under the title
 // line at (x, y).
