@@ -117,7 +117,7 @@ func (f *fixture) finish(t testing.TB, id int) {
 	t.Helper()
 	xv := float64(id * 37 % 101)
 	err := f.exp.Finish(context.Background(), id, storage.TrialOutcome{Status: trial.SUCCEEDED,
-		Results: map[string]any{"score": (xv - 30) * (xv - 30), "latency": 1000/xv + xv},
+		Results:   map[string]any{"score": (xv - 30) * (xv - 30), "latency": 1000/xv + xv},
 		Telemetry: []trial.Telemetry{{Ts: time.Now().Add(-time.Second), Metric: "rss_mb", Value: 10.0}, {Ts: time.Now(), Metric: "rss_mb", Value: 12.5}},
 		Output:    []trial.Output{{Phase: "run", Env: "e", Command: "./run.sh", Stdout: "hello from trial " + strconv.Itoa(id)}}})
 	if err != nil {
