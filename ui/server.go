@@ -105,7 +105,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Only our own files: no inline script, nothing from elsewhere.
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin")
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -362,15 +362,15 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 }
 
 // sameOrigin refuses a cross-site form post (a page elsewhere posting to
-// a dashboard on loopback): the browser's Origin, or failing that
-// Sec-Fetch-Site, must say the request comes from this dashboard.
+// a dashboard on loopback): the browser's Sec-Fetch-Site, or failing
+// that its Origin, must say the request comes from this dashboard.
 func sameOrigin(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		return err == nil && u.Host == r.Host
-	}
 	if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" {
 		return sf == "same-origin" || sf == "none"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		return err == nil && o != "null" && u.Host == r.Host
 	}
 	return true // not a browser (curl): the token, if any, decides
 }

@@ -273,8 +273,10 @@ func TestActions(t *testing.T) {
 	if code := post(srv, stopPath, url.Values{"token": {"wrong"}}, nil); code != http.StatusUnauthorized {
 		t.Errorf("wrong token: %d, want 401", code)
 	}
-	if code := post(srv, stopPath, url.Values{"token": {"s3cret"}}, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
-		t.Errorf("cross-site post: %d, want 403", code)
+	for _, h := range []map[string]string{{"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site", "Origin": srv.URL}} {
+		if code := post(srv, stopPath, url.Values{"token": {"s3cret"}}, h); code != http.StatusForbidden {
+			t.Errorf("cross-site post %v: %d, want 403", h, code)
+		}
 	}
 	if _, trials, _ := f.exp.StopRequests(context.Background()); len(trials) != 0 {
 		t.Fatalf("refused requests asked trials %v to stop", trials)

@@ -107,7 +107,8 @@ func waitAddr(t *testing.T, logPath string, cmd *exec.Cmd) string {
 // Chromium. Every chart has drawn its marks; two more trials finish and
 // show on the page within 2 s of being stored, without a reload; the
 // trials table sorts by a click on its header; a click on a trial opens
-// its detail. Screenshots go to a temp folder (BENCH_TEST_SCREENSHOT_DIR
+// its detail; a click on bench run --ui-actions's stop button stops a
+// running trial. Screenshots go to a temp folder (BENCH_TEST_SCREENSHOT_DIR
 // keeps them).
 func TestDashboardInChromium(t *testing.T) {
 	chromium := chromiumPath(t)
@@ -121,7 +122,7 @@ func TestDashboardInChromium(t *testing.T) {
 		write(t, dir, "release-"+strconv.Itoa(i), "", 0o644)
 	}
 	run := startBench(t, dir, tmp, "run", "run", "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "uiexp",
-		"--no-progress", "--ui", "127.0.0.1:0")
+		"--no-progress", "--ui", "127.0.0.1:0", "--ui-actions")
 	runDone := make(chan error, 1)
 	go func() { runDone <- run.Wait() }()
 	t.Cleanup(func() {
@@ -355,4 +356,22 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("trial 3's telemetry chart has %d points, want 2", telemetry)
 	}
 	screenshot("trial-3.png")
+
+	// bench run --ui-actions: stop trial 8 (waiting for its release file)
+	// from its page; the run stores it CANCELED and goes on.
+	if err := chromedp.Do(ctx, chromedp.Navigate(runUI+"/e/uiexp/t/8")); err != nil {
+		t.Fatal(err)
+	}
+	until("trial 8's page", `document.readyState === "complete" && !!document.getElementById("trial-title")`, time.Minute)
+	if st := text("#trial-status"); st != "RUNNING" {
+		t.Fatalf("trial 8 is %s, want RUNNING", st)
+	}
+	click(`form.action button`)
+	until("the stop notice", `document.readyState === "complete" && !!document.querySelector("p.notice")`, time.Minute)
+	status8 := func() string {
+		var st string
+		db.QueryRow(`SELECT status FROM trial WHERE exp_id = 'uiexp' AND trial_id = 8`).Scan(&st)
+		return st
+	}
+	waitFor("trial 8 canceled", func() bool { return status8() == "CANCELED" })
 }
