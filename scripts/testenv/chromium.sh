@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Test fixture: Chromium, for the test that renders bench report's HTML
 # page in a headless browser (cmd/bench TestReportInChromium: the page
-# shows the experiment name and every plot with a non-zero size).
+# shows the experiment name and every plot with a non-zero size), and for
+# cmd/bench TestDashboardInChromium, which drives it with chromedp through
+# bench ui's pages (charts, live updates, sorting, trial detail, stop).
 #
 #   chromium.sh up DIR    install Debian's chromium if missing (only that
 #                         package and what it needs; nothing else is
