@@ -81,6 +81,13 @@ func newFixture(t testing.TB, path string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fixtureOn(t, st)
+}
+
+// fixtureOn creates the fixture's experiment in an open storage (closed
+// after the test).
+func fixtureOn(t testing.TB, st storage.Storage) *fixture {
+	t.Helper()
 	t.Cleanup(func() { st.Close() })
 	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "exp-1", Description: "ui test",
 		Objectives: []storage.Objective{{Name: "score", Direction: "min"}, {Name: "latency", Direction: "min"}}})
