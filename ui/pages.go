@@ -79,6 +79,11 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 // summarize is an experiment's line: its status, progress and ETA, best
 // so far, times and runner kind.
 func (s *Server) summarize(info storage.ExperimentInfo, trials []storage.Trial) expRow {
+	return s.summarizeModel(info, trials, newModel(info, trials, s.o.LogX))
+}
+
+// summarizeModel is summarize with the experiment's model already built.
+func (s *Server) summarizeModel(info storage.ExperimentInfo, trials []storage.Trial, m *model) expRow {
 	row := expRow{ID: info.ID, Description: info.Description, Status: info.Status.String(), Total: len(trials),
 		Link: "/e/" + url.PathEscape(info.ID), Start: fmtTime(info.TsStart), End: fmtTime(info.TsEnd)}
 	var ends []time.Time
@@ -110,7 +115,6 @@ func (s *Server) summarize(info storage.ExperimentInfo, trials []storage.Trial) 
 	} else if info.Status == trial.RUNNING && row.Planned == 0 {
 		row.ETA = "unknown (the budget is known only to the running bench: bench run --ui)"
 	}
-	m := newModel(info, trials, s.o.LogX)
 	if bt, ok := m.best(); ok && len(m.objs) > 0 {
 		v, _ := m.value(bt, 0)
 		row.Best = fmt.Sprintf("%s = %s (trial %d)", m.objs[0].Name, num(v), bt.ID)
@@ -254,7 +258,7 @@ const pageSize = 100
 func (s *Server) experimentData(info storage.ExperimentInfo, trials []storage.Trial, q url.Values) map[string]any {
 	m := newModel(info, trials, s.o.LogX)
 	base := "/e/" + url.PathEscape(info.ID)
-	d := map[string]any{"Info": info, "Summary": s.summarize(info, trials), "Base": base,
+	d := map[string]any{"Info": info, "Summary": s.summarizeModel(info, trials, m), "Base": base,
 		"Actions": s.o.Actions, "NeedToken": s.o.Token != "", "Running": info.Status == trial.RUNNING,
 		"NOK": len(m.ok), "NTrials": len(trials)}
 	var traces []chart
