@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchtune/bench/optimizers"
@@ -130,6 +131,10 @@ type Scheduler struct {
 	o       Options
 	log     *slog.Logger
 	stats   Stats
+	// remote holds the network workers' runners (UseRemote; nil: none);
+	// remoteN counts those the dispatcher has in service.
+	remote  RemotePool
+	remoteN atomic.Int64
 }
 
 // New returns a scheduler. exp is the experiment as opened from storage;
@@ -200,15 +205,20 @@ func (s *Scheduler) planned() int {
 // concurrency is how many trials run at once: one for mlos_bench's
 // SyncScheduler, else every runner, bounded by the device slots.
 func (s *Scheduler) concurrency() int {
-	if s.cfg.DriverOnly && !s.o.Worker {
-		return 0
-	}
 	n := len(s.runners)
+	if s.localOff() {
+		n = 0
+	}
 	if !s.cfg.Parallel {
-		n = 1
+		n = min(n, 1)
 	}
 	if s.o.Devices != nil && s.o.Devices.Size() > 0 {
 		n = min(n, s.o.Devices.Size())
+	}
+	// The network workers' slots (remote.go) take no device slot here.
+	n += int(s.remoteN.Load())
+	if !s.cfg.Parallel {
+		n = min(n, 1)
 	}
 	return n
 }

@@ -77,21 +77,16 @@ func serveSettings(l *configs.Launch) (serveConfig, error) {
 	return c, nil
 }
 
-// startServer serves exp in the background until ctx ends; it returns the
-// address listened on.
-func startServer(ctx context.Context, stderr io.Writer, c serveConfig, st storage.Storage, exp storage.Experiment) (string, <-chan error, error) {
+// startServer serves exp's trials in the background until ctx ends: those
+// the scheduler runs on the pool's runners. It returns the address
+// listened on.
+func startServer(ctx context.Context, stderr io.Writer, c serveConfig, exp storage.Experiment, pool *serve.Pool) (string, <-chan error, error) {
 	tok, err := serve.ReadToken(c.tokenFile)
 	if err != nil {
 		return "", nil, err
 	}
 	id := exp.Info().ID
-	srv, err := serve.New(exp, serve.Config{Token: tok, Lease: c.lease, ExperimentStatus: func(ctx context.Context) (trial.Status, error) {
-		e, err := st.LoadExperiment(ctx, id)
-		if err != nil {
-			return trial.UNKNOWN, err
-		}
-		return e.Info().Status, nil
-	}})
+	srv, err := serve.New(exp, serve.Config{Token: tok, Lease: c.lease, Pool: pool})
 	if err != nil {
 		return "", nil, err
 	}
@@ -139,77 +134,60 @@ func newServeCmd() *cobra.Command {
 					rest = append(rest, a)
 				}
 			}
-			return serveExperiment(cmd.ErrOrStderr(), rest)
+			return serveExperiment(cmd.OutOrStdout(), cmd.ErrOrStderr(), rest)
 		},
 	}
 }
 
-func serveExperiment(stderr io.Writer, argv []string) error {
-	l, closeLog, err := prepareCommand(stderr, argv, "serve")
-	if err != nil {
-		return err
+// serveExperiment runs bench serve: a bench worker process (it joins the
+// experiment its driver runs, sharing its storage) whose trial runners are
+// the network workers it serves; it runs no trial itself.
+func serveExperiment(stdout, stderr io.Writer, argv []string) error {
+	listen, expID := false, false
+	for _, a := range argv {
+		switch {
+		case a == "--serve" || strings.HasPrefix(a, "--serve="):
+			listen = true
+		case a == "--experiment_id" || strings.HasPrefix(a, "--experiment_id="):
+			expID = true
+		}
 	}
-	defer closeLog()
-	c, err := serveSettings(l)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	if c.listen == "" {
+	if !listen {
 		return exitWith(exitUsage, errors.New("bench serve needs --listen ADDR"))
 	}
-	id, _ := l.Globals["experiment_id"].(string)
-	if id == "" {
+	if !expID {
 		return exitWith(exitUsage, errors.New("bench serve needs --experiment ID"))
 	}
-	ctx, stop := interruptContext(stderr)
-	defer stop()
-	st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, true)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	defer st.Close()
-	exp, err := st.LoadExperiment(ctx, id)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return exitWith(exitUsage, fmt.Errorf("experiment %q does not exist in %s: start its driver (bench run) first", id, st.Describe()))
-		}
-		return exitWith(exitFailed, err)
-	}
-	// What workers hand over is stored without the secrets this side
-	// knows (its globals files).
-	_, done, err := startServer(ctx, stderr, c, st, storage.Redacting(exp, l.Secrets))
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	if err := <-done; err != nil {
-		return exitWith(exitFailed, err)
-	}
-	return nil
+	return runExperiment(stdout, stderr, append(argv, "--no-local-trials"), true)
 }
 
-// serveDuringRun starts the driver's own server (bench run --serve); the
-// returned function waits, after the run, for the connected workers to
-// learn that the experiment is over (at most 15 s), then stops serving.
+// serveDuringRun starts the run's server (bench run --serve, bench serve):
+// the network workers' trial slots become the scheduler's runners. The
+// returned function, called after the run, tells the workers that the
+// experiment is over, waits for them to leave (at most 15 s), then stops
+// serving.
 func serveDuringRun(ctx context.Context, stderr io.Writer, l *configs.Launch, r *launcher.Run) (func(), error) {
 	c, err := serveSettings(l)
 	if err != nil || c.listen == "" {
 		return func() {}, err
 	}
+	lease := c.lease
+	if lease <= 0 {
+		lease = r.SchedulerConfig.Lease
+	}
+	pool := serve.NewPool(lease, l.Globals, slog.Default())
+	r.Scheduler.UseRemote(pool)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	_, done, err := startServer(sctx, stderr, c, r.Storage, r.Experiment)
+	_, done, err := startServer(sctx, stderr, c, r.Experiment, pool)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	return func() {
-		view := r.Experiment.WithOwner(schedulers.NewOwner(), time.Minute)
+		pool.Close()
 		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			n, err := view.WorkerRunners(context.WithoutCancel(ctx))
-			if err != nil || n == 0 {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+		for time.Now().Before(deadline) && ctx.Err() == nil && pool.Workers() > 0 {
+			time.Sleep(100 * time.Millisecond)
 		}
 		cancel()
 		<-done
