@@ -43,6 +43,9 @@ type Pool struct {
 	workers map[string]*peer // registered workers
 	runners map[int]*RemoteRunner
 	over    bool // the experiment is over (Close)
+	// changed is closed (and replaced) when a trial is offered or the
+	// experiment ends: claims waiting for a trial look again.
+	changed chan struct{}
 }
 
 // peer is a registered worker.
@@ -75,7 +78,7 @@ func NewPool(lease time.Duration, globals map[string]any, log *slog.Logger) *Poo
 		log = slog.Default()
 	}
 	return &Pool{lease: lease, log: log, base: globals, now: time.Now, offers: map[int]*offer{},
-		workers: map[string]*peer{}, runners: map[int]*RemoteRunner{}}
+		workers: map[string]*peer{}, runners: map[int]*RemoteRunner{}, changed: make(chan struct{})}
 }
 
 // workerLease is how long a worker counts (its slots take trials) after
@@ -133,7 +136,45 @@ func (p *Pool) Runner(id int) schedulers.Runner {
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.over = true
+	p.signalLocked()
 	p.mu.Unlock()
+}
+
+// signalLocked wakes the claims waiting for a trial.
+func (p *Pool) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// claimWait is how long a claim waits for a trial to be offered before it
+// is answered with none (a long poll: the next trial goes to a waiting
+// worker as soon as the driver offers it, without a polling delay).
+const claimWait = 5 * time.Second
+
+// takeWait is take, waiting up to wait for a trial (or the experiment's
+// end, or ctx's).
+func (p *Pool) takeWait(ctx context.Context, worker string, wait time.Duration) (*Assignment, bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		a, ok := p.take(worker)
+		if ok {
+			return a, true
+		}
+		p.mu.Lock()
+		over, changed := p.over, p.changed
+		p.mu.Unlock()
+		if over {
+			return nil, false
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
 }
 
 func (p *Pool) finished() bool {
@@ -270,6 +311,9 @@ func (p *Pool) bye(worker string) {
 		}
 	}
 	p.queue = append(back, p.queue...)
+	if len(back) > 0 {
+		p.signalLocked()
+	}
 }
 
 // offer queues spec for the workers.
@@ -284,6 +328,7 @@ func (p *Pool) offer(spec schedulers.Spec) *offer {
 	}
 	p.offers[spec.TrialID] = o
 	p.queue = append(p.queue, o)
+	p.signalLocked()
 	return o
 }
 

@@ -47,7 +47,9 @@ type (
 		ExperimentID string `json:"experiment_id"`
 		LeaseMS      int64  `json:"lease_ms"`
 	}
-	// ClaimRequest: POST /v1/claim, for one of the worker's runners.
+	// ClaimRequest: POST /v1/claim, for one of the worker's runners. The
+	// server answers as soon as a trial is offered, or with none after a
+	// few seconds (a long poll).
 	ClaimRequest struct {
 		WorkerID string `json:"worker_id"`
 		RunnerID int    `json:"runner_id"`
@@ -129,6 +131,8 @@ type Server struct {
 	mux   *http.ServeMux
 	// limiter bounds the open connections (ListenAndServe).
 	limiter *connLimiter
+	// claimWait is how long a claim waits for a trial (a long poll).
+	claimWait time.Duration
 }
 
 // New returns a server of exp's trials: those the driver runs on cfg.Pool's
@@ -147,7 +151,7 @@ func New(exp storage.Experiment, cfg Config) (*Server, error) {
 		cfg.Pool = NewPool(cfg.Lease, nil, cfg.Logger)
 	}
 	cfg.Lease = cfg.Pool.lease
-	s := &Server{expID: exp.Info().ID, pool: cfg.Pool, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{expID: exp.Info().ID, pool: cfg.Pool, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), claimWait: claimWait}
 	s.mux.HandleFunc("POST /v1/register", s.register)
 	s.mux.HandleFunc("POST /v1/claim", s.claim)
 	s.mux.HandleFunc("POST /v1/heartbeat", s.heartbeat)
@@ -326,7 +330,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 	if !s.worker(w, req.WorkerID) {
 		return
 	}
-	a, ok := s.pool.take(req.WorkerID)
+	a, ok := s.pool.takeWait(r.Context(), req.WorkerID, s.claimWait)
 	if !ok {
 		writeJSON(w, http.StatusOK, ClaimResponse{Finished: s.pool.finished()})
 		return
@@ -432,7 +436,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr, certFile, keyFile str
 	s.limiter = newConnLimiter(maxConns, s.log)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: serveHeaderTimeout, ReadTimeout: serveReadTimeout,
 		WriteTimeout: serveWriteTimeout, IdleTimeout: serveIdleTimeout, ConnState: s.limiter.state,
-		MaxHeaderBytes: 64 << 10, ErrorLog: nil}
+		MaxHeaderBytes: 64 << 10, ErrorLog: nil,
+		// Requests end with ctx: a claim waiting for a trial is answered.
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
