@@ -199,7 +199,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	if s.o.Worker {
 		// The driver keeps as many trials queued as the workers have runners.
-		if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil {
+		if err := s.registerWorker(ctx); err != nil {
 			return nil, err
 		}
 	}

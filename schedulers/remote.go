@@ -78,8 +78,20 @@ func (d *dispatch) syncRemote(ctx context.Context) {
 	if n := int64(len(d.remoteOn)); d.s.remoteN.Swap(n) != n && d.s.o.Worker && ctx.Err() == nil {
 		// A worker process (bench serve) tells the driver at once how many
 		// trials to queue for it (the heartbeat renews it).
-		if err := d.s.exp.RegisterWorker(ctx, d.s.concurrency()); err != nil {
+		if err := d.s.registerWorker(ctx); err != nil {
 			d.s.log.Warn("renewing this worker's registration", "err", err)
 		}
 	}
+}
+
+// registerWorker records this worker process in storage with its number
+// of trial runners, so that the driver keeps that many trials queued for
+// it; a worker with none now (bench serve before its first network worker
+// connects, or after its last left) is no worker of the experiment until
+// it has some.
+func (s *Scheduler) registerWorker(ctx context.Context) error {
+	if n := s.concurrency(); n > 0 {
+		return s.exp.RegisterWorker(ctx, n)
+	}
+	return s.exp.UnregisterWorker(ctx)
 }

@@ -215,12 +215,10 @@ func (s *Scheduler) concurrency() int {
 	if s.o.Devices != nil && s.o.Devices.Size() > 0 {
 		n = min(n, s.o.Devices.Size())
 	}
-	// The network workers' slots (remote.go) take no device slot here.
-	n += int(s.remoteN.Load())
-	if !s.cfg.Parallel {
-		n = min(n, 1)
-	}
-	return n
+	// The network workers' slots (remote.go) take no device slot here,
+	// and run at once with the SyncScheduler too (as bench worker
+	// processes do).
+	return n + int(s.remoteN.Load())
 }
 
 // Start runs the experiment until the optimizer has converged or the

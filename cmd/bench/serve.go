@@ -24,9 +24,11 @@ const serveHelp = `Usage: bench serve --listen ADDR --token-file FILE --experime
 
 Serve an experiment to network workers (bench worker --connect URL), which
 then need no database credentials: they pull trials over HTTP with JSON,
-run them with their own configs and push the outcomes back. Run it next to
-the driver (bench run, which can also serve itself with --serve ADDR), with
-the same storage options.
+run them with their own configs and push the outcomes back. bench serve
+joins the experiment its driver (bench run) runs, as a bench worker process
+does, and runs the trials it claims on its network workers only: give it
+the same configs and storage as the driver. A driver can also serve its
+own workers with bench run --serve ADDR.
 
   --listen ADDR        address to listen on, e.g. :7070 or 127.0.0.1:7070
   --token-file FILE    the access token every request must carry
@@ -35,15 +37,18 @@ the same storage options.
   --trial_lease D      how long a worker's claim on a trial lasts without
                        a heartbeat (default 30s)
 
-A worker that stops renewing its leases (killed, disconnected) loses its
-trials when the lease runs out; they go back to the queue and run
-elsewhere, and a result it posts later is rejected. The driver keeps as
-many trials queued as the connected workers have runners; a worker that
-stops heartbeating stops counting after half the lease. Requests with a
-missing or wrong token are refused and logged (the token never is).
+Each trial slot of a connected worker is a trial runner of the serving
+process: a trial runs there as on a local runner, and its outcome is
+recorded as soon as the worker posts it. A worker that stops renewing its
+leases (killed, disconnected) loses its trials when the lease runs out:
+they end FAILED ("worker lost") and are retried within --max_retries, and
+a result it posts later is rejected. A worker that stops heartbeating
+stops counting after half the lease. Requests with a missing or wrong
+token are refused and logged (the token never is).
 Idle connections are closed after 60 s (10 s before a first request), at
 most half the file descriptor limit of connections is kept open, and a
-body over 64 MiB (64 KiB but for results) is refused with 413. Plain HTTP
+body over 64 MiB for a result, 1 MiB for progress or 64 KiB
+otherwise is refused with 413. Plain HTTP
 on an address other than loopback is warned about: use --tls-cert/--tls-key.
 `
 

@@ -204,3 +204,48 @@ func TestNetworkDriverRestart(t *testing.T) {
 		t.Errorf("the workers did not reconnect:\n%s", w)
 	}
 }
+
+// TestStandaloneServe: bench serve next to a driver that runs no trial
+// (they share the SQLite file) joins the experiment as a worker process
+// whose runners are its network workers: the driver queues trials for its
+// slots, the network worker runs them, every trial is stored once, and all
+// three processes exit once the budget is spent.
+func TestStandaloneServe(t *testing.T) {
+	const n = 6
+	dir := chaosExperiment(t, n, "0.1")
+	tmp := t.TempDir()
+	addr := freePort(t)
+	_, wargs := netSetup(t, dir, addr, "S")
+	driver := startBench(t, dir, tmp, "driver", "run", "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "S",
+		"--no-progress", "--no-local-trials", "--trial_lease", "2s", "--log_level", "INFO", "--max_suggestions", "6")
+	waitFor(t, "the experiment", func() bool { return strings.Contains(readLog(tmp, "driver"), `experiment "S"`) })
+	server := startBench(t, dir, tmp, "serve", "serve", "--listen", addr, "--token-file", "token", "--experiment", "S",
+		"--environment", "env.jsonc", "--no-progress", "--trial_lease", "2s", "--log_level", "INFO")
+	waitFor(t, "the server", func() bool { return strings.Contains(readLog(tmp, "serve"), "serving experiment S") })
+	w := startBench(t, dir, tmp, "w1", wargs...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve:\n%s\nworker:\n%s", readLog(tmp, "serve"), readLog(tmp, "w1"))
+		}
+	})
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, server, tmp, "serve")
+	waitOK(t, w, tmp, "w1")
+	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "S")
+	if len(rows) != n {
+		t.Fatalf("%d trials stored, want %d\n%s", len(rows), n, readLog(tmp, "serve"))
+	}
+	for id, st := range rows {
+		if st != "SUCCEEDED" {
+			t.Errorf("trial %d: %s", id, st)
+		}
+	}
+	for id, c := range startedCounts(t, dir) {
+		if c != 1 {
+			t.Errorf("trial %s ran %d times", id, c)
+		}
+	}
+	if s := readLog(tmp, "serve"); !strings.Contains(s, "worker connected") || !strings.Contains(s, "trial result received") {
+		t.Errorf("serve log:\n%s", s)
+	}
+}
