@@ -10,6 +10,10 @@
 #   throughput  64 trials that sleep 1 s on 4 workers of 4 runners (16
 #               slots): the ideal time (4 s) over the driver's wall time
 #
+# and, as a reference of what the machine allows, the same two experiments
+# run by the working tree's build on local runners (bench run, no serve):
+# 1 runner, and 16 runners.
+#
 #   scripts/bench-network.sh [BASE [REPS [N]]]   BASE: the git revision of
 #       the "before" build (default f72a462, before network workers became a
 #       runner kind); the "after" build is the working tree. REPS default 3.
@@ -86,6 +90,19 @@ run() {
   echo $((e - s))
 }
 
+# local BIN ENV TRIALS RUNNERS: the experiment on local runners; prints the
+# wall time in ns.
+local_run() {
+  local bin=$1 env=$2 trials=$3 runners=$4 d="$work/run"
+  rm -rf "$d"; mkdir -p "$d"
+  local s; s=$(now)
+  "$bin" --environment "$env" --optimizer overhead/optimizer.jsonc --config-path bench --config-path "$work/cfg" \
+    --max_suggestions "$trials" --experiment_id net --no-progress --log_level WARNING --num_trial_runners "$runners" \
+    --storage "{\"class\": \"mlos_bench.storage.sql.storage.SqlStorage\", \"config\": {\"drivername\": \"sqlite\", \"database\": \"$d/db.sqlite\"}}" \
+    > "$d/local.out" 2> "$d/local.err" || { cat "$d/local.err" >&2; exit 1; }
+  echo $(($(now) - s))
+}
+
 : > "$work/rows"
 for r in $(seq "$REPS"); do
   for b in before after; do
@@ -95,11 +112,17 @@ for r in $(seq "$REPS"); do
     awk -v r="$r" -v b="$b" -v o="$o" -v t="$t" -v n="$N" 'BEGIN {
       printf "rep %d %-6s overhead %.3f s (%.2f ms/trial)  throughput %.3f s (ideal fraction %.2f)\n", r, b, o/1e9, o/1e6/n, t/1e9, 4e9/t }'
   done
+  o=$(local_run "$work/after" overhead/env.jsonc "$N" 1)
+  t=$(local_run "$work/after" sleep.jsonc 64 16)
+  echo "$r local $o $t" >> "$work/rows"
+  awk -v r="$r" -v o="$o" -v t="$t" -v n="$N" 'BEGIN {
+    printf "rep %d local  overhead %.3f s (%.2f ms/trial)  throughput %.3f s (ideal fraction %.2f)  (after build, local runners)\n", r, o/1e9, o/1e6/n, t/1e9, 4e9/t }'
 done
 
 awk -v n="$N" '
   $2 == "before" { ob[$1] = $3; tb[$1] = $4 }
   $2 == "after"  { oa[$1] = $3; ta[$1] = $4 }
+  $2 == "local"  { ol[$1] = $3; tl[$1] = $4 }
   function median(a, k,   i, j, t, b) {
     for (i = 1; i <= k; i++) b[i] = a[i]
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
@@ -107,7 +130,9 @@ awk -v n="$N" '
   }
   END {
     k = 0
-    for (r in ob) { k++; ro[k] = oa[r] / ob[r]; rt[k] = ta[r] / tb[r]; mob[k] = ob[r]; moa[k] = oa[r]; mtb[k] = tb[r]; mta[k] = ta[r] }
+    for (r in ob) { k++; ro[k] = oa[r] / ob[r]; rt[k] = ta[r] / tb[r]; mob[k] = ob[r]; moa[k] = oa[r]; mtb[k] = tb[r]; mta[k] = ta[r]
+                    rol[k] = oa[r] / ol[r]; rtl[k] = ta[r] / tl[r]; mol[k] = ol[r]; mtl[k] = tl[r] }
     printf "overhead (%d trials, 1 worker x 1 runner): before %.2f ms/trial, after %.2f ms/trial, after/before %.2f (median of %d ratios)\n", n, median(mob, k) / 1e6 / n, median(moa, k) / 1e6 / n, median(ro, k), k
     printf "throughput (64 x 1 s trials, 4 workers x 4 runners): before %.2f s (ideal fraction %.2f), after %.2f s (%.2f), after/before %.2f\n", median(mtb, k) / 1e9, 4e9 / median(mtb, k), median(mta, k) / 1e9, 4e9 / median(mta, k), median(rt, k)
+    printf "reference, local runners (after build): overhead %.2f ms/trial (network after/local %.2f), 16 runners %.2f s (ideal fraction %.2f; network after/local %.2f)\n", median(mol, k) / 1e6 / n, median(rol, k), median(mtl, k) / 1e9, 4e9 / median(mtl, k), median(rtl, k)
   }' "$work/rows"

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -395,3 +396,53 @@ func (r stepRunner) Run(_ context.Context, s schedulers.Spec) trial.Outcome {
 }
 func (stepRunner) Teardown(context.Context) error { return nil }
 func (stepRunner) Close() error                   { return nil }
+
+// TestProgressToOlderServer: a server without the progress route (an
+// older bench serve answers 404) still gets the trial's outcome; the
+// worker says once that it stops posting progress.
+func TestProgressToOlderServer(t *testing.T) {
+	var log bytes.Buffer
+	st, err := storage.Open(context.Background(), storage.Config{DriverName: "sqlite", Database: filepath.Join(t.TempDir(), "db.sqlite")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPool(30*time.Second, nil, slog.New(slog.NewTextHandler(&log, nil)))
+	srv, err := New(exp, Config{Token: "tok-123", Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/progress" {
+			writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "404 page not found"})
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer old.Close()
+	var wlog bytes.Buffer
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		_, _ = RunWorker(ctx, WorkerConfig{URL: old.URL, Token: "tok-123", Runners: []schedulers.Runner{stepRunner{steps: 3}},
+			Poll: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&wlog, nil))})
+	}()
+	var got atomic.Int64
+	for i := range 2 {
+		out := serveTrial(t, pool, i+1, "2", func(trial.Progress) { got.Add(1) }).outcome(t)
+		if out.Status != trial.SUCCEEDED {
+			t.Errorf("trial %d: %+v", i+1, out)
+		}
+	}
+	stop()
+	<-wdone
+	if got.Load() != 0 || strings.Count(wlog.String(), "stops posting them") != 1 {
+		t.Errorf("%d reports reached the driver; worker log:\n%s", got.Load(), wlog.String())
+	}
+}
