@@ -98,9 +98,14 @@ func (p *Pool) Available() int {
 func (p *Pool) availableLocked() int {
 	n := 0
 	now := p.now()
-	for _, w := range p.workers {
-		if now.Sub(w.seen) <= p.workerLease() {
+	for id, w := range p.workers {
+		switch idle := now.Sub(w.seen); {
+		case idle <= p.workerLease():
 			n += w.runners
+		case idle > 2*p.lease:
+			// Gone for long: forgotten (it is taken as a new worker if it
+			// comes back).
+			delete(p.workers, id)
 		}
 	}
 	return n
