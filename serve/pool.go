@@ -46,6 +46,14 @@ type Pool struct {
 	// changed is closed (and replaced) when a trial is offered or the
 	// experiment ends: claims waiting for a trial look again.
 	changed chan struct{}
+	// started is when the pool was made: for twice the lease after it,
+	// trials it does not know that a worker says it runs are kept for it
+	// (orphans: they were leased by the driver before it restarted).
+	started time.Time
+	orphans map[int]string // trial id → the worker that runs it
+	// gone holds the trials this pool offered and no longer does
+	// (finished, withdrawn, lost): a worker running one is told to stop.
+	gone map[int]bool
 }
 
 // peer is a registered worker.
@@ -78,7 +86,8 @@ func NewPool(lease time.Duration, globals map[string]any, log *slog.Logger) *Poo
 		log = slog.Default()
 	}
 	return &Pool{lease: lease, log: log, base: globals, now: time.Now, offers: map[int]*offer{},
-		workers: map[string]*peer{}, runners: map[int]*RemoteRunner{}, changed: make(chan struct{})}
+		workers: map[string]*peer{}, runners: map[int]*RemoteRunner{}, changed: make(chan struct{}),
+		started: time.Now(), orphans: map[int]string{}, gone: map[int]bool{}}
 }
 
 // workerLease is how long a worker counts (its slots take trials) after
@@ -234,11 +243,20 @@ func (p *Pool) renew(worker string, runners int, trials []int) []int {
 	held := []int{}
 	seen := map[int]bool{}
 	for _, id := range trials {
-		o, ok := p.offers[id]
-		if !ok || o.worker != worker || o.stop || seen[id] {
+		if seen[id] {
 			continue
 		}
 		seen[id] = true
+		o, ok := p.offers[id]
+		if !ok {
+			if p.orphanLocked(worker, id) {
+				held = append(held, id)
+			}
+			continue
+		}
+		if !p.adoptLocked(o, worker) {
+			continue
+		}
 		o.renewed = now
 		o.spec.Activity.Touch()
 		held = append(held, id)
@@ -246,20 +264,81 @@ func (p *Pool) renew(worker string, runners int, trials []int) []int {
 	return held
 }
 
+// adoptLocked reports whether the worker holds o, leasing it to the worker
+// when o is queued: a worker that runs a trial the driver offers again
+// (the driver restarted and resumed it) goes on with it instead of
+// running it twice.
+func (p *Pool) adoptLocked(o *offer, worker string) bool {
+	if o.stop {
+		return false
+	}
+	if o.worker == "" {
+		for i, q := range p.queue {
+			if q == o {
+				p.queue = append(p.queue[:i], p.queue[i+1:]...)
+				break
+			}
+		}
+		o.worker, o.renewed = worker, p.now()
+		p.log.Info("a worker goes on with a trial it ran before the driver restarted", "trial", o.spec.TrialID, "worker", worker)
+	}
+	return o.worker == worker
+}
+
+// maxOrphans bounds the orphans a pool keeps.
+const maxOrphans = 10000
+
+// orphanLocked reports whether a trial this pool does not offer is kept
+// for the worker that says it runs it: only shortly after the pool was
+// made (a restarted driver has not offered it again yet), and never a
+// trial this pool offered before.
+func (p *Pool) orphanLocked(worker string, id int) bool {
+	if p.gone[id] || p.now().Sub(p.started) > 2*p.lease {
+		return false
+	}
+	w, ok := p.orphans[id]
+	if ok && w != worker || !ok && len(p.orphans) >= maxOrphans {
+		return false
+	}
+	p.orphans[id] = worker
+	return true
+}
+
 // errNotHeld refuses what a worker posts for a trial it does not hold.
 var errNotHeld = errors.New("not assigned to this worker")
 
 // complete hands a worker's outcome to the Run waiting on the trial.
-func (p *Pool) complete(worker string, id int, out trial.Outcome) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	o, ok := p.offers[id]
-	if !ok || o.worker != worker || o.stop {
-		return errNotHeld
+// An orphan's outcome (a trial the worker ran for the driver before it
+// restarted) waits up to wait for the driver to offer the trial again.
+func (p *Pool) complete(ctx context.Context, worker string, id int, out trial.Outcome, wait time.Duration) error {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		o, ok := p.offers[id]
+		if ok {
+			defer p.mu.Unlock()
+			if !p.adoptLocked(o, worker) {
+				return errNotHeld
+			}
+			p.dropLocked(o)
+			o.result <- out
+			return nil
+		}
+		if !p.orphanLocked(worker, id) {
+			p.mu.Unlock()
+			return errNotHeld
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timer.C:
+			return errNotHeld
+		case <-ctx.Done():
+			return errNotHeld
+		}
 	}
-	delete(p.offers, id)
-	o.result <- out
-	return nil
 }
 
 // progress relays a worker's intermediate results to the trial's
@@ -268,7 +347,16 @@ func (p *Pool) complete(worker string, id int, out trial.Outcome) error {
 func (p *Pool) progress(worker string, id int, ps []trial.Progress) error {
 	p.mu.Lock()
 	o, ok := p.offers[id]
-	if !ok || o.worker != worker || o.stop {
+	if !ok {
+		held := p.orphanLocked(worker, id)
+		p.mu.Unlock()
+		if held {
+			// Not offered again yet: these reports have no listener.
+			return nil
+		}
+		return errNotHeld
+	}
+	if !p.adoptLocked(o, worker) {
 		p.mu.Unlock()
 		return errNotHeld
 	}
@@ -332,7 +420,16 @@ func (p *Pool) offer(spec schedulers.Spec) *offer {
 		p.dropLocked(old)
 	}
 	p.offers[spec.TrialID] = o
-	p.queue = append(p.queue, o)
+	delete(p.gone, spec.TrialID)
+	if w, ok := p.orphans[spec.TrialID]; ok {
+		// The worker that ran it for the driver before its restart still
+		// does: it goes on with it.
+		delete(p.orphans, spec.TrialID)
+		o.worker, o.renewed = w, p.now()
+		p.log.Info("a worker goes on with a trial it ran before the driver restarted", "trial", spec.TrialID, "worker", w)
+	} else {
+		p.queue = append(p.queue, o)
+	}
 	p.signalLocked()
 	return o
 }
@@ -350,6 +447,7 @@ func (p *Pool) withdraw(o *offer) {
 func (p *Pool) dropLocked(o *offer) {
 	if p.offers[o.spec.TrialID] == o {
 		delete(p.offers, o.spec.TrialID)
+		p.gone[o.spec.TrialID] = true
 	}
 	for i, q := range p.queue {
 		if q == o {

@@ -446,3 +446,50 @@ func TestProgressToOlderServer(t *testing.T) {
 		t.Errorf("%d reports reached the driver; worker log:\n%s", got.Load(), wlog.String())
 	}
 }
+
+// TestRestartedDriverReattaches: after a driver restart, the new server's
+// pool does not know the trials its workers run. A worker's heartbeat
+// keeps such a trial (for a while after the start), and when the driver
+// offers it again (resume) it stays with that worker instead of running
+// twice; a result posted before the offer waits for it. A trial the pool
+// offered and withdrew is never kept.
+func TestRestartedDriverReattaches(t *testing.T) {
+	var log bytes.Buffer
+	hs, pool := newServer(t, 3*time.Second, &log)
+	var reg, other RegisterResponse
+	post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "w", Runners: 2}, &reg)
+	post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "other", Runners: 1}, &other)
+	var hb HeartbeatResponse
+	if post(t, hs.URL+"/v1/heartbeat", "tok-123", HeartbeatRequest{WorkerID: reg.WorkerID, Runners: 2, Trials: []int{5, 6}}, &hb); !slices.Equal(hb.Held, []int{5, 6}) {
+		t.Fatalf("the worker's trials from before the restart: held %v", hb.Held)
+	}
+	// Trial 5 is offered again: it stays with the worker, not with the
+	// other worker's claim.
+	five := serveTrial(t, pool, 5, "5", nil)
+	if a, ok := pool.take(other.WorkerID); ok {
+		t.Errorf("the other worker got trial %d", a.TrialID)
+	}
+	good := json.RawMessage(`{"status": "SUCCEEDED", "results": {"score": 5}}`)
+	if code := post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: reg.WorkerID, TrialID: 5, Outcome: good}, nil); code != 200 {
+		t.Fatalf("the worker's result of trial 5: HTTP %d", code)
+	}
+	if out := five.outcome(t); out.Status != trial.SUCCEEDED {
+		t.Errorf("trial 5: %+v", out)
+	}
+	// Trial 6's result comes before the driver offers it again: it waits.
+	code := make(chan int, 1)
+	go func() {
+		code <- post(t, hs.URL+"/v1/result", "tok-123", ResultRequest{WorkerID: reg.WorkerID, TrialID: 6, Outcome: good}, nil)
+	}()
+	six := serveTrial(t, pool, 6, "6", nil)
+	if c := <-code; c != 200 {
+		t.Fatalf("the worker's early result of trial 6: HTTP %d", c)
+	}
+	if out := six.outcome(t); out.Status != trial.SUCCEEDED {
+		t.Errorf("trial 6: %+v", out)
+	}
+	// Trials this pool offered and ended are not kept.
+	if post(t, hs.URL+"/v1/heartbeat", "tok-123", HeartbeatRequest{WorkerID: reg.WorkerID, Runners: 2, Trials: []int{5, 6}}, &hb); len(hb.Held) != 0 {
+		t.Errorf("finished trials still held: %v", hb.Held)
+	}
+}

@@ -372,7 +372,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	// The driver's dispatcher takes it as a local runner's outcome
 	// (trial.RunEnd, trial.Finalize, storage, the optimizer).
 	out.FailureReason = trial.BoundReason(out.FailureReason)
-	if err := s.pool.complete(req.WorkerID, req.TrialID, out); err != nil {
+	if err := s.pool.complete(r.Context(), req.WorkerID, req.TrialID, out, s.claimWait); err != nil {
 		s.log.Warn("rejected a result for a trial no longer assigned to the worker", "trial", req.TrialID, "worker", req.WorkerID)
 		// Who holds it now is not said: a token holder must not learn
 		// another worker's id (and post as that worker).
