@@ -148,20 +148,27 @@ func newServeCmd() *cobra.Command {
 // experiment its driver runs, sharing its storage) whose trial runners are
 // the network workers it serves; it runs no trial itself.
 func serveExperiment(stdout, stderr io.Writer, argv []string) error {
-	listen, expID := false, false
-	for _, a := range argv {
-		switch {
-		case a == "--serve" || strings.HasPrefix(a, "--serve="):
-			listen = true
-		case a == "--experiment_id" || strings.HasPrefix(a, "--experiment_id="):
-			expID = true
+	// The settings may come from a config file's globals: read as bench
+	// run reads them (again when it runs).
+	args, err := configs.ParseArgs(argv)
+	if err != nil {
+		return exitWith(exitUsage, fmt.Errorf("%w (see bench serve --help)", err))
+	}
+	if !args.Help {
+		l, err := configs.Prepare(args, validateFunc)
+		if err != nil {
+			return exitWith(exitUsage, err)
 		}
-	}
-	if !listen {
-		return exitWith(exitUsage, errors.New("bench serve needs --listen ADDR"))
-	}
-	if !expID {
-		return exitWith(exitUsage, errors.New("bench serve needs --experiment ID"))
+		c, err := serveSettings(l)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		if c.listen == "" {
+			return exitWith(exitUsage, errors.New("bench serve needs --listen ADDR"))
+		}
+		if id, _ := l.Globals["experiment_id"].(string); id == "" {
+			return exitWith(exitUsage, errors.New("bench serve needs --experiment ID"))
+		}
 	}
 	return runExperiment(stdout, stderr, append(argv, "--no-local-trials"), true)
 }
