@@ -71,7 +71,7 @@ run() {
   local driver=$!
   pids+=("$driver")
   for _ in $(seq 600); do
-    addr=$(sed -n 's/.*to workers at \(http:\/\/[^ ]*\).*/\1/p' "$d/driver.err" | head -1)
+    addr=$(sed -n 's/.*to workers at \(http:\/\/[^ ]*\).*/\1/p' "$d/driver.err" 2>/dev/null | head -1)
     [ -n "$addr" ] && break
     sleep 0.01
   done
