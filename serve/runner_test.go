@@ -185,7 +185,7 @@ func TestServedResultsArriveViaRun(t *testing.T) {
 // new trial (max_retries 1), which another worker runs; the dead worker's
 // late result is refused.
 func TestWorkerKilledMidTrial(t *testing.T) {
-	d := newDriver(t, 1, time.Second, func(c *schedulers.Config) { c.MaxRetries = 1 })
+	d := newDriver(t, 1, 2*time.Second, func(c *schedulers.Config) { c.MaxRetries = 1 })
 	wait := d.start(t)
 	var reg RegisterResponse
 	if code := post(t, d.url+"/v1/register", "tok", RegisterRequest{Name: "doomed", Runners: 1}, &reg); code != 200 {

@@ -129,7 +129,7 @@ func TestWrongToken(t *testing.T) {
 // trial B does not hold is refused (409).
 func TestStaleResult(t *testing.T) {
 	var log bytes.Buffer
-	hs, pool := newServer(t, 300*time.Millisecond, &log)
+	hs, pool := newServer(t, 2*time.Second, &log)
 	reg := func() string {
 		var r RegisterResponse
 		if code := post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "w", Runners: 1}, &r); code != 200 {

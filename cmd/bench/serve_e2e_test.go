@@ -62,7 +62,7 @@ func waitOK(t *testing.T, cmd *exec.Cmd, tmp, name string) {
 func netSetup(t *testing.T, dir, addr, exp string) (driver, worker []string) {
 	write(t, dir, "token", "tok-"+exp+"-secret\n", 0o600)
 	driver = []string{"run", "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", exp, "--no-progress",
-		"--serve", addr, "--token-file", "token", "--no-local-trials", "--trial_lease", "1s", "--log_level", "INFO"}
+		"--serve", addr, "--token-file", "token", "--no-local-trials", "--trial_lease", "2s", "--log_level", "INFO"}
 	worker = []string{"worker", "--connect", "http://" + addr, "--token-file", "token", "--environment", "env.jsonc",
 		"--no-progress", "--log_level", "INFO"}
 	return driver, worker
