@@ -493,3 +493,48 @@ func TestRestartedDriverReattaches(t *testing.T) {
 		t.Errorf("finished trials still held: %v", hb.Held)
 	}
 }
+
+// TestBenchStopOfServedTrial: bench stop of a trial a network worker runs
+// goes through the driver's dispatcher as for a local trial: its runner's
+// Run returns CANCELED with the stop's reason, which is stored, and the
+// worker is told to stop the trial.
+func TestBenchStopOfServedTrial(t *testing.T) {
+	d := newDriver(t, 1, 3*time.Second, nil)
+	wait := d.start(t)
+	r := blockRunner{started: make(chan int, 1), stopped: make(chan error, 1)}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		_, _ = RunWorker(ctx, WorkerConfig{URL: d.url, Token: "tok", Runners: []schedulers.Runner{r}, Poll: 20 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}()
+	id := <-r.started
+	if err := d.exp.RequestStop(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-r.stopped:
+		if !errors.Is(cause, errTakenOver) {
+			t.Errorf("the worker's trial stopped with %v", cause)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the worker was not told to stop the trial:\n%s", d.log)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("driver: %v\n%s", err, d.log)
+	}
+	stop()
+	<-wdone
+	tr, err := d.exp.Trial(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status != trial.CANCELED || !strings.Contains(tr.FailureReason, "bench stop") {
+		t.Errorf("the stopped trial: %s %q", tr.Status, tr.FailureReason)
+	}
+	if st := d.sched.Stats(); st.Canceled != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
