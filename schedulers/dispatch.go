@@ -109,13 +109,15 @@ type dispatch struct {
 	stopApplied bool
 	searchEnd   string // why the search ended, before a confirmation
 	racing      *racer // adaptive or spread repeats (racing.go)
+	// remoteOn holds the remote pool's runners in service (remote.go).
+	remoteOn map[Runner]bool
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
 		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{},
 		stop: newStopper(s.cfg.Noise, nil)}
-	d.idle = append(d.idle, s.runners...)
+	d.idle = append(d.idle, s.localRunners()...)
 	all, seq, err := s.exp.Changes(ctx, 0)
 	if err != nil {
 		return nil, err
@@ -197,7 +199,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	}
 	if s.o.Worker {
 		// The driver keeps as many trials queued as the workers have runners.
-		if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil {
+		if err := s.registerWorker(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -229,6 +231,7 @@ func (d *dispatch) loop(ctx context.Context) error {
 	defer d.beat.stop()
 	for {
 		d.beat.busy.Store(len(d.running) > 0 || len(d.queue) > 0)
+		d.syncRemote(ctx)
 		if ctx.Err() == nil && d.stopErr == nil {
 			if err := d.fill(ctx); err != nil {
 				d.stopErr = err

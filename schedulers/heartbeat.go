@@ -48,7 +48,7 @@ func (s *Scheduler) startHeartbeat(ctx context.Context) *heartbeat {
 				s.log.Warn("renewing the lease on running trials", "err", err)
 			}
 			if s.o.Worker {
-				if err := s.exp.RegisterWorker(ctx, s.concurrency()); err != nil && ctx.Err() == nil {
+				if err := s.registerWorker(ctx); err != nil && ctx.Err() == nil {
 					s.log.Warn("renewing this worker's registration", "err", err)
 				}
 			}

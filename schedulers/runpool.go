@@ -115,7 +115,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	t.Status = trial.RUNNING
 	it.t = t
 	j := &job{item: it, runner: runner}
-	if s.o.Devices != nil && s.o.Devices.Size() > 0 {
+	if s.o.Devices != nil && s.o.Devices.Size() > 0 && !d.isRemote(runner) {
 		slot, err := s.o.Devices.Acquire(ctx)
 		if err != nil {
 			d.idle = append(d.idle, runner)

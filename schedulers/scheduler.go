@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchtune/bench/optimizers"
@@ -130,6 +131,10 @@ type Scheduler struct {
 	o       Options
 	log     *slog.Logger
 	stats   Stats
+	// remote holds the network workers' runners (UseRemote; nil: none);
+	// remoteN counts those the dispatcher has in service.
+	remote  RemotePool
+	remoteN atomic.Int64
 }
 
 // New returns a scheduler. exp is the experiment as opened from storage;
@@ -200,17 +205,20 @@ func (s *Scheduler) planned() int {
 // concurrency is how many trials run at once: one for mlos_bench's
 // SyncScheduler, else every runner, bounded by the device slots.
 func (s *Scheduler) concurrency() int {
-	if s.cfg.DriverOnly && !s.o.Worker {
-		return 0
-	}
 	n := len(s.runners)
+	if s.localOff() {
+		n = 0
+	}
 	if !s.cfg.Parallel {
-		n = 1
+		n = min(n, 1)
 	}
 	if s.o.Devices != nil && s.o.Devices.Size() > 0 {
 		n = min(n, s.o.Devices.Size())
 	}
-	return n
+	// The network workers' slots (remote.go) take no device slot here,
+	// and run at once with the SyncScheduler too (as bench worker
+	// processes do).
+	return n + int(s.remoteN.Load())
 }
 
 // Start runs the experiment until the optimizer has converged or the

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
 	_ "github.com/benchtune/bench/storage/sql"
+	"github.com/benchtune/bench/trial"
 )
 
 // fuzzRoutes are the POST routes whose bodies FuzzServeBodies sends.
-var fuzzRoutes = []string{"/v1/register", "/v1/claim", "/v1/heartbeat", "/v1/result", "/v1/bye"}
+var fuzzRoutes = []string{"/v1/register", "/v1/claim", "/v1/heartbeat", "/v1/result", "/v1/bye", "/v1/progress"}
 
 // FuzzServeBodies posts arbitrary bodies to each route of a real server
 // (SQLite storage, one registered worker holding a claimed trial), through
@@ -48,6 +50,10 @@ func FuzzServeBodies(f *testing.F) {
 		{4, `{}`},
 		{2, `{"worker_id":"$W"} {"worker_id":"x"}`},
 		{1, `null`}, {2, `[]`}, {3, `{`}, {4, ``}, {0, `"\ud800"`},
+		{5, `{"worker_id":"$W","trial_id":1,"progress":[{"step":1,"values":{"loss":0.5}},{"step":2,"ts":"2026-11-26T12:00:00Z","values":{"loss":0.25,"phase":"warm"}}]}`},
+		{5, `{"worker_id":"$W","trial_id":1,"progress":[{"step":-1,"values":null}]}`},
+		{5, `{"worker_id":"$W","trial_id":7,"progress":[]}`},
+		{5, `{"worker_id":"$W","trial_id":1,"progress":{"step":1}}`},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.route), []byte(s.body))
@@ -64,15 +70,18 @@ func FuzzServeBodies(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, x := range []string{"1", "2"} {
-		if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": x}}); err != nil {
-			f.Fatal(err)
-		}
+	// Two trials the driver's runners offer (nobody waits on their Run
+	// here: an outcome is kept in the offer's buffer).
+	pool := NewPool(time.Hour, nil, nil)
+	for i, x := range []string{"1", "2"} {
+		pool.offer(schedulers.Spec{ExperimentID: "e", TrialID: i + 1, Params: map[string]string{"x": x},
+			Progress: func(trial.Progress) {}})
 	}
-	srv, err := New(exp, Config{Token: "tok", Lease: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := New(exp, Config{Token: "tok", Pool: pool, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)
 	}
+	srv.claimWait = 0 // a claim without a trial is answered at once
 	do := func(path string, body []byte) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer tok")

@@ -147,11 +147,8 @@ func TestBodyTooLarge(t *testing.T) {
 // refused (409) without naming that worker.
 func TestConflictNamesNoOwner(t *testing.T) {
 	var log bytes.Buffer
-	hs, exp := newServer(t, time.Minute, &log)
-	ctx := context.Background()
-	if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "1"}}); err != nil {
-		t.Fatal(err)
-	}
+	hs, pool := newServer(t, time.Minute, &log)
+	serveTrial(t, pool, 1, "1", nil)
 	var a, b RegisterResponse
 	post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "alice", Runners: 1}, &a)
 	post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "bob", Runners: 1}, &b)
@@ -171,36 +168,37 @@ func TestConflictNamesNoOwner(t *testing.T) {
 	}
 }
 
-// TestSilentWorkerStopsCounting: a network worker counts for the
-// driver's queue only until half the lease after its last heartbeat, so a
-// killed worker stops getting trials queued before its claims run out.
+// TestSilentWorkerStopsCounting: a network worker's slots count as the
+// driver's runners only until half the lease after its last heartbeat,
+// so a killed worker stops getting trials before its claims run out.
 func TestSilentWorkerStopsCounting(t *testing.T) {
 	var log bytes.Buffer
 	const lease = 2 * time.Second
-	hs, exp := newServer(t, lease, &log)
-	driver := exp.WithOwner("driver", lease)
-	ctx := context.Background()
+	hs, pool := newServer(t, lease, &log)
 	var reg RegisterResponse
 	post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "w", Runners: 3}, &reg)
-	registered := time.Now()
-	if n, err := driver.WorkerRunners(ctx); err != nil || n != 3 {
-		t.Fatalf("right after registering: %d runners (%v)", n, err)
+	if n := pool.Available(); n != 3 {
+		t.Fatalf("right after registering: %d slots", n)
 	}
 	// A heartbeat renews it.
 	time.Sleep(lease / 4)
 	post(t, hs.URL+"/v1/heartbeat", "tok-123", HeartbeatRequest{WorkerID: reg.WorkerID, Runners: 3}, nil)
 	beat := time.Now()
-	if n, _ := driver.WorkerRunners(ctx); n != 3 {
-		t.Fatalf("after a heartbeat: %d runners", n)
+	if n := pool.Available(); n != 3 {
+		t.Fatalf("after a heartbeat: %d slots", n)
 	}
 	// Silent since: three quarters of the lease later, well before its
 	// lease would run out, it no longer counts.
 	time.Sleep(time.Until(beat.Add(3 * lease / 4)))
-	n, err := driver.WorkerRunners(ctx)
-	if err != nil || n != 0 {
-		t.Errorf("%s after its last heartbeat (lease %s): still %d runners (%v)", time.Since(beat).Round(time.Millisecond), lease, n, err)
+	if n := pool.Available(); n != 0 {
+		t.Errorf("%s after its last heartbeat (lease %s): still %d slots", time.Since(beat).Round(time.Millisecond), lease, n)
 	}
-	_ = registered
+	// A worker that says goodbye stops counting at once.
+	post(t, hs.URL+"/v1/register", "tok-123", RegisterRequest{Name: "w2", Runners: 2}, &reg)
+	post(t, hs.URL+"/v1/bye", "tok-123", ByeRequest{WorkerID: reg.WorkerID}, nil)
+	if n := pool.Available(); n != 0 {
+		t.Errorf("after bye: %d slots", n)
+	}
 }
 
 // TestIdleConnectionsShed: with more idle connections open than the

@@ -47,7 +47,9 @@ type (
 		ExperimentID string `json:"experiment_id"`
 		LeaseMS      int64  `json:"lease_ms"`
 	}
-	// ClaimRequest: POST /v1/claim, for one of the worker's runners.
+	// ClaimRequest: POST /v1/claim, for one of the worker's runners. The
+	// server answers as soon as a trial is offered, or with none after a
+	// few seconds (a long poll).
 	ClaimRequest struct {
 		WorkerID string `json:"worker_id"`
 		RunnerID int    `json:"runner_id"`
@@ -84,6 +86,15 @@ type (
 		TrialID  int             `json:"trial_id"`
 		Outcome  json.RawMessage `json:"outcome"`
 	}
+	// ProgressRequest: POST /v1/progress relays a running trial's
+	// intermediate results (in step order) to the driver. Added in
+	// protocol 1 without a version change: a server without it answers
+	// 404, and the worker then stops posting progress.
+	ProgressRequest struct {
+		WorkerID string           `json:"worker_id"`
+		TrialID  int              `json:"trial_id"`
+		Progress []trial.Progress `json:"progress"`
+	}
 	// ByeRequest: POST /v1/bye hands the worker's unfinished trials back.
 	ByeRequest struct {
 		WorkerID string `json:"worker_id"`
@@ -101,10 +112,10 @@ type Config struct {
 	// Lease is how long a worker's claim on a trial lasts without a
 	// heartbeat (default 30s).
 	Lease time.Duration
-	// ExperimentStatus reads the experiment's stored status (the driver
-	// sets it); nil: never finished.
-	ExperimentStatus func(ctx context.Context) (trial.Status, error)
-	Logger           *slog.Logger
+	// Pool is the transport the driver's dispatcher runs trials through
+	// (its RemoteRunners); nil: New makes one (NewPool with Lease).
+	Pool   *Pool
+	Logger *slog.Logger
 	// MaxConns bounds the open connections (0: DefaultMaxConns). Past it,
 	// the connections that wait longest without a request in progress
 	// are closed (see ListenAndServe).
@@ -113,15 +124,19 @@ type Config struct {
 
 // Server serves one experiment.
 type Server struct {
-	exp storage.Experiment
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	expID string
+	pool  *Pool
+	cfg   Config
+	log   *slog.Logger
+	mux   *http.ServeMux
 	// limiter bounds the open connections (ListenAndServe).
 	limiter *connLimiter
+	// claimWait is how long a claim waits for a trial (a long poll).
+	claimWait time.Duration
 }
 
-// New returns a server for exp (the experiment as opened).
+// New returns a server of exp's trials: those the driver runs on cfg.Pool's
+// runners (Pool, schedulers.Scheduler.UseRemote).
 func New(exp storage.Experiment, cfg Config) (*Server, error) {
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, errors.New("serve: an access token is required")
@@ -132,14 +147,22 @@ func New(exp storage.Experiment, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{exp: exp, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Pool == nil {
+		cfg.Pool = NewPool(cfg.Lease, nil, cfg.Logger)
+	}
+	cfg.Lease = cfg.Pool.lease
+	s := &Server{expID: exp.Info().ID, pool: cfg.Pool, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), claimWait: claimWait}
 	s.mux.HandleFunc("POST /v1/register", s.register)
 	s.mux.HandleFunc("POST /v1/claim", s.claim)
 	s.mux.HandleFunc("POST /v1/heartbeat", s.heartbeat)
 	s.mux.HandleFunc("POST /v1/result", s.result)
 	s.mux.HandleFunc("POST /v1/bye", s.bye)
+	s.mux.HandleFunc("POST /v1/progress", s.progress)
 	return s, nil
 }
+
+// Pool returns the server's transport (its runners are the driver's).
+func (s *Server) Pool() *Pool { return s.pool }
 
 // ReadToken reads an access token from a file (surrounding white space
 // removed). An empty file is an error; the token is never in an error.
@@ -187,15 +210,21 @@ const (
 )
 
 func bodyLimit(path string) int64 {
-	if path == "/v1/result" {
+	switch path {
+	case "/v1/result":
 		return maxBody
+	case "/v1/progress":
+		return maxProgressBody
 	}
 	return maxSmallBody
 }
 
+// maxProgressBody bounds a progress request's body.
+const maxProgressBody = 1 << 20
+
 // routes are the path segments a request path may show in a log line;
 // any other segment (a token a client put in the URL) is redacted.
-var routes = map[string]bool{"v1": true, "register": true, "claim": true, "heartbeat": true, "result": true, "bye": true}
+var routes = map[string]bool{"v1": true, "register": true, "claim": true, "heartbeat": true, "result": true, "bye": true, "progress": true}
 
 // RedactPath returns a request path for a log line: every segment that
 // is not one of the server's own ("/<token>/v1/register" becomes
@@ -244,25 +273,24 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// workerLease is how long a network worker counts for the driver's
-// queue (its runners get trials queued) after its registration or last
-// heartbeat: half the trial lease. Its heartbeats come every third of the
-// lease, so a live worker keeps counting, and a killed one stops counting
-// after half the lease, before its claims on trials run out.
-func (s *Server) workerLease() time.Duration { return s.cfg.Lease / 2 }
-
 // workerIDRe is what a worker id looks like: net:<name>:<random>.
 var workerIDRe = regexp.MustCompile(`^net:[A-Za-z0-9_.@-]{1,64}:[0-9a-f]{16}$`)
 
 var nameBad = regexp.MustCompile(`[^A-Za-z0-9_.@-]+`)
 
-// view is the experiment acting for a worker; a malformed id is refused.
-func (s *Server) view(w http.ResponseWriter, id string) (storage.Experiment, bool) {
+// worker checks a request's worker id; a malformed one is refused. A well
+// formed id this server does not know (a worker of a server that
+// restarted) is taken as a worker of one slot until its heartbeat says
+// how many it has.
+func (s *Server) worker(w http.ResponseWriter, id string) bool {
 	if !workerIDRe.MatchString(id) {
 		s.fail(w, http.StatusBadRequest, "unknown worker id: register first")
-		return nil, false
+		return false
 	}
-	return s.exp.WithOwner(id, s.cfg.Lease), true
+	if !s.pool.known(id) {
+		s.pool.register(id, 1)
+	}
+	return true
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -273,6 +301,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if req.Runners < 1 {
 		req.Runners = 1
 	}
+	// A worker's slots are bounded: each is a runner of the driver's.
+	req.Runners = min(req.Runners, maxWorkerRunners)
 	name := nameBad.ReplaceAllString(req.Name, "_")
 	if name == "" {
 		name = "worker"
@@ -283,72 +313,30 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	id := "net:" + name + ":" + hex.EncodeToString(b)
-	if err := s.exp.WithOwner(id, s.workerLease()).RegisterWorker(r.Context(), req.Runners); err != nil {
-		s.fail(w, http.StatusInternalServerError, "registering: %v", err)
-		return
-	}
+	s.pool.register(id, req.Runners)
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	s.log.Info("worker connected", "worker", id, "from", host, "runners", req.Runners)
-	writeJSON(w, http.StatusOK, RegisterResponse{WorkerID: id, ExperimentID: s.exp.Info().ID, LeaseMS: s.cfg.Lease.Milliseconds()})
+	writeJSON(w, http.StatusOK, RegisterResponse{WorkerID: id, ExperimentID: s.expID, LeaseMS: s.cfg.Lease.Milliseconds()})
 }
+
+// maxWorkerRunners bounds the trial slots one worker may register.
+const maxWorkerRunners = 1024
 
 func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 	var req ClaimRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	v, ok := s.view(w, req.WorkerID)
+	if !s.worker(w, req.WorkerID) {
+		return
+	}
+	a, ok := s.pool.takeWait(r.Context(), req.WorkerID, s.claimWait)
 	if !ok {
+		writeJSON(w, http.StatusOK, ClaimResponse{Finished: s.pool.finished()})
 		return
 	}
-	ctx := r.Context()
-	trials, err := v.Claim(ctx, 1)
-	if err != nil {
-		s.fail(w, http.StatusInternalServerError, "claiming a trial: %v", err)
-		return
-	}
-	if len(trials) == 0 {
-		finished, err := s.finished(ctx)
-		if err != nil {
-			s.fail(w, http.StatusInternalServerError, "reading the experiment: %v", err)
-			return
-		}
-		writeJSON(w, http.StatusOK, ClaimResponse{Finished: finished})
-		return
-	}
-	t := trials[0]
-	if req.RunnerID > 0 {
-		if err := v.SetTrialRunner(ctx, t.ID, req.RunnerID); err != nil {
-			s.fail(w, http.StatusInternalServerError, "assigning trial %d: %v", t.ID, err)
-			return
-		}
-	}
-	if err := v.UpdateStatus(ctx, t.ID, trial.RUNNING, time.Time{}); err != nil {
-		s.fail(w, http.StatusInternalServerError, "starting trial %d: %v", t.ID, err)
-		return
-	}
-	s.log.Info("trial assigned", "trial", t.ID, "worker", req.WorkerID)
-	writeJSON(w, http.StatusOK, ClaimResponse{Trial: &Assignment{TrialID: t.ID, Params: t.Params, Metadata: t.Metadata}})
-}
-
-// finished reports whether the experiment is over: its driver set a final
-// status and no trial is left unfinished.
-func (s *Server) finished(ctx context.Context) (bool, error) {
-	if s.cfg.ExperimentStatus == nil {
-		return false, nil
-	}
-	st, err := s.cfg.ExperimentStatus(ctx)
-	if err != nil {
-		return false, err
-	}
-	if st == trial.RUNNING || st == trial.PENDING {
-		return false, nil
-	}
-	pending, err := s.exp.PendingTrials(ctx)
-	if err != nil {
-		return false, err
-	}
-	return len(pending) == 0, nil
+	s.log.Info("trial assigned", "trial", a.TrialID, "worker", req.WorkerID)
+	writeJSON(w, http.StatusOK, ClaimResponse{Trial: a})
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
@@ -356,39 +344,16 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	v, ok := s.view(w, req.WorkerID)
-	if !ok {
+	if !s.worker(w, req.WorkerID) {
 		return
 	}
-	ctx := r.Context()
-	if _, err := v.Heartbeat(ctx); err != nil {
-		s.fail(w, http.StatusInternalServerError, "renewing leases: %v", err)
-		return
-	}
-	if err := s.exp.WithOwner(req.WorkerID, s.workerLease()).RegisterWorker(ctx, max(req.Runners, 1)); err != nil {
-		s.fail(w, http.StatusInternalServerError, "renewing the worker: %v", err)
-		return
-	}
-	resp := HeartbeatResponse{Held: []int{}}
-	if len(req.Trials) > 0 {
-		pending, err := s.exp.PendingTrials(ctx)
-		if err != nil {
-			s.fail(w, http.StatusInternalServerError, "reading trials: %v", err)
-			return
-		}
-		mine := map[int]bool{}
-		for _, t := range pending {
-			if t.Owner == req.WorkerID && !t.StopRequested {
-				mine[t.ID] = true
-			}
-		}
-		for _, id := range req.Trials {
-			if mine[id] {
-				resp.Held = append(resp.Held, id)
-			}
-		}
-	}
-	writeJSON(w, http.StatusOK, resp)
+	req.Runners = min(max(req.Runners, 1), maxWorkerRunners)
+	writeJSON(w, http.StatusOK, HeartbeatResponse{Held: s.pool.renew(req.WorkerID, req.Runners, req.Trials)})
+}
+
+// stored is the answer to a result or progress the driver took.
+type stored struct {
+	Stored bool `json:"stored"`
 }
 
 func (s *Server) result(w http.ResponseWriter, r *http.Request) {
@@ -396,76 +361,63 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	v, ok := s.view(w, req.WorkerID)
-	if !ok {
+	if !s.worker(w, req.WorkerID) {
 		return
 	}
 	out, err := engines.DecodeOutcome(req.Outcome)
 	if err != nil {
-		s.fail(w, http.StatusBadRequest, "%v", err)
-		return
-	}
-	if out.Ts.IsZero() {
-		out.Ts = time.Now().UTC()
-	}
-	final, err := trial.RunEnd(out.Status)
-	if err != nil {
 		s.fail(w, http.StatusBadRequest, "trial %d: %v", req.TrialID, err)
 		return
 	}
-	if !final {
-		// A run that ended READY (a NetworkEnv or SaaSEnv alone), PENDING
-		// or RUNNING: as in mlos_bench, and as for every runner kind
-		// (trial.RunEnd), the trial keeps that status, unfinished and
-		// without results.
-		if err := v.UpdateStatus(r.Context(), req.TrialID, out.Status, out.Ts); err != nil {
-			if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) || errors.Is(err, storage.ErrNotFound) {
-				s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker", req.TrialID)
-				return
-			}
-			s.fail(w, http.StatusInternalServerError, "storing trial %d: %v", req.TrialID, err)
-			return
-		}
-		s.log.Warn("a trial's run ended without a final status; as in mlos_bench, it keeps it, unfinished and without results", "trial", req.TrialID, "worker", req.WorkerID, "status", out.Status)
-		writeJSON(w, http.StatusOK, struct {
-			Stored bool `json:"stored"`
-		}{true})
-		return
-	}
-	out = storage.Targets(s.exp.Info().Objectives).Finalize(out)
+	// The driver's dispatcher takes it as a local runner's outcome
+	// (trial.RunEnd, trial.Finalize, storage, the optimizer).
 	out.FailureReason = trial.BoundReason(out.FailureReason)
-	err = v.Finish(r.Context(), req.TrialID, out)
-	switch {
-	case err == nil:
-		s.log.Info("trial finished", "trial", req.TrialID, "worker", req.WorkerID, "status", out.Status)
-		writeJSON(w, http.StatusOK, struct {
-			Stored bool `json:"stored"`
-		}{true})
-	case errors.Is(err, storage.ErrNotOwner), errors.Is(err, storage.ErrFinished), errors.Is(err, storage.ErrNotFound):
-		s.log.Warn("rejected a result for a trial no longer assigned to the worker", "trial", req.TrialID, "worker", req.WorkerID, "err", err)
-		// Who owns it now is not said: a token holder must not learn
+	if err := s.pool.complete(r.Context(), req.WorkerID, req.TrialID, out, s.claimWait); err != nil {
+		s.log.Warn("rejected a result for a trial no longer assigned to the worker", "trial", req.TrialID, "worker", req.WorkerID)
+		// Who holds it now is not said: a token holder must not learn
 		// another worker's id (and post as that worker).
 		s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker", req.TrialID)
-	default:
-		s.fail(w, http.StatusInternalServerError, "storing trial %d: %v", req.TrialID, err)
+		return
 	}
+	s.log.Info("trial result received", "trial", req.TrialID, "worker", req.WorkerID, "status", out.Status)
+	writeJSON(w, http.StatusOK, stored{true})
 }
+
+// progress relays a running trial's intermediate results to the driver
+// (Spec.Progress). A trial the worker no longer holds (stopped, pruned,
+// taken over) is answered 409: the worker stops it.
+func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
+	var req ProgressRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if !s.worker(w, req.WorkerID) {
+		return
+	}
+	if len(req.Progress) > maxProgressReports {
+		s.fail(w, http.StatusBadRequest, "%d progress reports in one request, at most %d", len(req.Progress), maxProgressReports)
+		return
+	}
+	if err := s.pool.progress(req.WorkerID, req.TrialID, req.Progress); err != nil {
+		s.fail(w, http.StatusConflict, "trial %d is not assigned to this worker", req.TrialID)
+		return
+	}
+	writeJSON(w, http.StatusOK, stored{true})
+}
+
+// maxProgressReports bounds the reports of one progress request.
+const maxProgressReports = 1000
 
 func (s *Server) bye(w http.ResponseWriter, r *http.Request) {
 	var req ByeRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	v, ok := s.view(w, req.WorkerID)
-	if !ok {
+	if !workerIDRe.MatchString(req.WorkerID) {
+		s.fail(w, http.StatusBadRequest, "unknown worker id: register first")
 		return
 	}
-	ctx := r.Context()
-	err := errors.Join(v.Release(ctx), v.UnregisterWorker(ctx))
-	if err != nil {
-		s.fail(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
+	s.pool.bye(req.WorkerID)
 	s.log.Info("worker left", "worker", req.WorkerID)
 	writeJSON(w, http.StatusOK, struct{}{})
 }
@@ -484,7 +436,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr, certFile, keyFile str
 	s.limiter = newConnLimiter(maxConns, s.log)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: serveHeaderTimeout, ReadTimeout: serveReadTimeout,
 		WriteTimeout: serveWriteTimeout, IdleTimeout: serveIdleTimeout, ConnState: s.limiter.state,
-		MaxHeaderBytes: 64 << 10, ErrorLog: nil}
+		MaxHeaderBytes: 64 << 10, ErrorLog: nil,
+		// Requests end with ctx: a claim waiting for a trial is answered.
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

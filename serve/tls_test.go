@@ -75,15 +75,14 @@ func TestWorkerOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, x := range []string{"1", "2", "3"} {
-		if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": x}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The experiment is over once no trial is left (its driver set it so).
-	status := func(context.Context) (trial.Status, error) { return trial.SUCCEEDED, nil }
 	var log bytes.Buffer
-	srv, err := New(exp, Config{Token: "t0k", ExperimentStatus: status, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	pool := NewPool(0, nil, logger)
+	var trials []*served
+	for i, x := range []string{"1", "2", "3"} {
+		trials = append(trials, serveTrial(t, pool, i+1, x, nil))
+	}
+	srv, err := New(exp, Config{Token: "t0k", Pool: pool, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,18 +96,28 @@ func TestWorkerOverTLS(t *testing.T) {
 	if err == nil {
 		t.Fatal("a worker that does not trust the certificate connected")
 	}
-	stats, err := RunWorker(ctx, WorkerConfig{URL: "https://" + addr, Token: "t0k", CAFile: cert,
-		Runners: []schedulers.Runner{scoreRunner{1}, scoreRunner{2}}, Poll: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("worker: %v\n%s", err, log.String())
+	type result struct {
+		stats WorkerStats
+		err   error
 	}
-	if stats.Stored != 3 {
-		t.Errorf("stats %+v, want 3 stored", stats)
-	}
-	trials, _ := exp.Trials(ctx, storage.TrialFilter{})
-	for _, tr := range trials {
-		if tr.Status != trial.SUCCEEDED {
-			t.Errorf("trial %d: %s", tr.ID, tr.Status)
+	done := make(chan result, 1)
+	go func() {
+		stats, err := RunWorker(ctx, WorkerConfig{URL: "https://" + addr, Token: "t0k", CAFile: cert,
+			Runners: []schedulers.Runner{scoreRunner{1}, scoreRunner{2}}, Poll: 50 * time.Millisecond})
+		done <- result{stats, err}
+	}()
+	for i, tr := range trials {
+		if out := tr.outcome(t); out.Status != trial.SUCCEEDED || out.Results["score"] != []string{"1", "2", "3"}[i] {
+			t.Errorf("trial %d: %s %v", i+1, out.Status, out.Results)
 		}
+	}
+	// The experiment is over: the worker exits.
+	pool.Close()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("worker: %v\n%s", r.err, log.String())
+	}
+	if r.stats.Stored != 3 {
+		t.Errorf("stats %+v, want 3 stored", r.stats)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchtune/bench/engines"
@@ -60,7 +61,7 @@ type WorkerStats struct {
 var ErrUnauthorized = errors.New("the server refused the access token")
 
 // errTakenOver cancels a trial whose lease the worker lost.
-var errTakenOver = errors.New("the trial was taken over (this worker's lease on it ran out)")
+var errTakenOver = errors.New("the driver no longer assigns the trial to this worker (stopped or timed out there, or this worker's lease on it ran out)")
 
 type client struct {
 	url, token string
@@ -241,6 +242,8 @@ type worker struct {
 	mu      sync.Mutex
 	running map[int]context.CancelCauseFunc
 	stats   WorkerStats
+	// noProgress is set once the server said it takes no progress.
+	noProgress atomic.Bool
 }
 
 // heartbeats renews the leases; trials the server says are no longer held
@@ -321,8 +324,14 @@ func (w *worker) run(ctx context.Context, r schedulers.Runner, a *Assignment) {
 	w.running[a.TrialID] = cancel
 	w.stats.Run++
 	w.mu.Unlock()
+	// Intermediate results go to the driver's Spec.Progress as the trial
+	// runs, before its outcome.
+	pp := newProgressPoster(w, a.TrialID, cancel)
+	spec.Progress = pp.add
+	go pp.run(ctx)
 	w.log.Info("running trial", "trial", a.TrialID, "runner", r.ID())
 	out := r.Run(tctx, spec)
+	pp.close(10 * time.Second)
 	w.mu.Lock()
 	delete(w.running, a.TrialID)
 	w.mu.Unlock()

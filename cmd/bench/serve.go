@@ -24,9 +24,11 @@ const serveHelp = `Usage: bench serve --listen ADDR --token-file FILE --experime
 
 Serve an experiment to network workers (bench worker --connect URL), which
 then need no database credentials: they pull trials over HTTP with JSON,
-run them with their own configs and push the outcomes back. Run it next to
-the driver (bench run, which can also serve itself with --serve ADDR), with
-the same storage options.
+run them with their own configs and push the outcomes back. bench serve
+joins the experiment its driver (bench run) runs, as a bench worker process
+does, and runs the trials it claims on its network workers only: give it
+the same configs and storage as the driver. A driver can also serve its
+own workers with bench run --serve ADDR.
 
   --listen ADDR        address to listen on, e.g. :7070 or 127.0.0.1:7070
   --token-file FILE    the access token every request must carry
@@ -35,15 +37,18 @@ the same storage options.
   --trial_lease D      how long a worker's claim on a trial lasts without
                        a heartbeat (default 30s)
 
-A worker that stops renewing its leases (killed, disconnected) loses its
-trials when the lease runs out; they go back to the queue and run
-elsewhere, and a result it posts later is rejected. The driver keeps as
-many trials queued as the connected workers have runners; a worker that
-stops heartbeating stops counting after half the lease. Requests with a
-missing or wrong token are refused and logged (the token never is).
+Each trial slot of a connected worker is a trial runner of the serving
+process: a trial runs there as on a local runner, and its outcome is
+recorded as soon as the worker posts it. A worker that stops renewing its
+leases (killed, disconnected) loses its trials when the lease runs out:
+they end FAILED ("worker lost") and are retried within --max_retries, and
+a result it posts later is rejected. A worker that stops heartbeating
+stops counting after half the lease. Requests with a missing or wrong
+token are refused and logged (the token never is).
 Idle connections are closed after 60 s (10 s before a first request), at
 most half the file descriptor limit of connections is kept open, and a
-body over 64 MiB (64 KiB but for results) is refused with 413. Plain HTTP
+body over 64 MiB for a result, 1 MiB for progress or 64 KiB
+otherwise is refused with 413. Plain HTTP
 on an address other than loopback is warned about: use --tls-cert/--tls-key.
 `
 
@@ -77,21 +82,16 @@ func serveSettings(l *configs.Launch) (serveConfig, error) {
 	return c, nil
 }
 
-// startServer serves exp in the background until ctx ends; it returns the
-// address listened on.
-func startServer(ctx context.Context, stderr io.Writer, c serveConfig, st storage.Storage, exp storage.Experiment) (string, <-chan error, error) {
+// startServer serves exp's trials in the background until ctx ends: those
+// the scheduler runs on the pool's runners. It returns the address
+// listened on.
+func startServer(ctx context.Context, stderr io.Writer, c serveConfig, exp storage.Experiment, pool *serve.Pool) (string, <-chan error, error) {
 	tok, err := serve.ReadToken(c.tokenFile)
 	if err != nil {
 		return "", nil, err
 	}
 	id := exp.Info().ID
-	srv, err := serve.New(exp, serve.Config{Token: tok, Lease: c.lease, ExperimentStatus: func(ctx context.Context) (trial.Status, error) {
-		e, err := st.LoadExperiment(ctx, id)
-		if err != nil {
-			return trial.UNKNOWN, err
-		}
-		return e.Info().Status, nil
-	}})
+	srv, err := serve.New(exp, serve.Config{Token: tok, Lease: c.lease, Pool: pool})
 	if err != nil {
 		return "", nil, err
 	}
@@ -139,77 +139,67 @@ func newServeCmd() *cobra.Command {
 					rest = append(rest, a)
 				}
 			}
-			return serveExperiment(cmd.ErrOrStderr(), rest)
+			return serveExperiment(cmd.OutOrStdout(), cmd.ErrOrStderr(), rest)
 		},
 	}
 }
 
-func serveExperiment(stderr io.Writer, argv []string) error {
-	l, closeLog, err := prepareCommand(stderr, argv, "serve")
+// serveExperiment runs bench serve: a bench worker process (it joins the
+// experiment its driver runs, sharing its storage) whose trial runners are
+// the network workers it serves; it runs no trial itself.
+func serveExperiment(stdout, stderr io.Writer, argv []string) error {
+	// The settings may come from a config file's globals: read as bench
+	// run reads them (again when it runs).
+	args, err := configs.ParseArgs(argv)
 	if err != nil {
-		return err
+		return exitWith(exitUsage, fmt.Errorf("%w (see bench serve --help)", err))
 	}
-	defer closeLog()
-	c, err := serveSettings(l)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	if c.listen == "" {
-		return exitWith(exitUsage, errors.New("bench serve needs --listen ADDR"))
-	}
-	id, _ := l.Globals["experiment_id"].(string)
-	if id == "" {
-		return exitWith(exitUsage, errors.New("bench serve needs --experiment ID"))
-	}
-	ctx, stop := interruptContext(stderr)
-	defer stop()
-	st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, true)
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	defer st.Close()
-	exp, err := st.LoadExperiment(ctx, id)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return exitWith(exitUsage, fmt.Errorf("experiment %q does not exist in %s: start its driver (bench run) first", id, st.Describe()))
+	if !args.Help {
+		l, err := configs.Prepare(args, validateFunc)
+		if err != nil {
+			return exitWith(exitUsage, err)
 		}
-		return exitWith(exitFailed, err)
+		c, err := serveSettings(l)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		if c.listen == "" {
+			return exitWith(exitUsage, errors.New("bench serve needs --listen ADDR"))
+		}
+		if id, _ := l.Globals["experiment_id"].(string); id == "" {
+			return exitWith(exitUsage, errors.New("bench serve needs --experiment ID"))
+		}
 	}
-	// What workers hand over is stored without the secrets this side
-	// knows (its globals files).
-	_, done, err := startServer(ctx, stderr, c, st, storage.Redacting(exp, l.Secrets))
-	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	if err := <-done; err != nil {
-		return exitWith(exitFailed, err)
-	}
-	return nil
+	return runExperiment(stdout, stderr, append(argv, "--no-local-trials"), true)
 }
 
-// serveDuringRun starts the driver's own server (bench run --serve); the
-// returned function waits, after the run, for the connected workers to
-// learn that the experiment is over (at most 15 s), then stops serving.
+// serveDuringRun starts the run's server (bench run --serve, bench serve):
+// the network workers' trial slots become the scheduler's runners. The
+// returned function, called after the run, tells the workers that the
+// experiment is over, waits for them to leave (at most 15 s), then stops
+// serving.
 func serveDuringRun(ctx context.Context, stderr io.Writer, l *configs.Launch, r *launcher.Run) (func(), error) {
 	c, err := serveSettings(l)
 	if err != nil || c.listen == "" {
 		return func() {}, err
 	}
+	lease := c.lease
+	if lease <= 0 {
+		lease = r.SchedulerConfig.Lease
+	}
+	pool := serve.NewPool(lease, l.Globals, slog.Default())
+	r.Scheduler.UseRemote(pool)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	_, done, err := startServer(sctx, stderr, c, r.Storage, r.Experiment)
+	_, done, err := startServer(sctx, stderr, c, r.Experiment, pool)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	return func() {
-		view := r.Experiment.WithOwner(schedulers.NewOwner(), time.Minute)
+		pool.Close()
 		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			n, err := view.WorkerRunners(context.WithoutCancel(ctx))
-			if err != nil || n == 0 {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+		for time.Now().Before(deadline) && ctx.Err() == nil && pool.Workers() > 0 {
+			time.Sleep(100 * time.Millisecond)
 		}
 		cancel()
 		<-done

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,7 +62,7 @@ func waitOK(t *testing.T, cmd *exec.Cmd, tmp, name string) {
 func netSetup(t *testing.T, dir, addr, exp string) (driver, worker []string) {
 	write(t, dir, "token", "tok-"+exp+"-secret\n", 0o600)
 	driver = []string{"run", "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", exp, "--no-progress",
-		"--serve", addr, "--token-file", "token", "--no-local-trials", "--trial_lease", "1s", "--log_level", "INFO"}
+		"--serve", addr, "--token-file", "token", "--no-local-trials", "--trial_lease", "2s", "--log_level", "INFO"}
 	worker = []string{"worker", "--connect", "http://" + addr, "--token-file", "token", "--environment", "env.jsonc",
 		"--no-progress", "--log_level", "INFO"}
 	return driver, worker
@@ -109,7 +111,9 @@ func TestNetworkWorkers(t *testing.T) {
 			t.Errorf("%s ran no trial:\n%s", w, readLog(tmp, w))
 		}
 	}
-	if d := readLog(tmp, "driver"); !strings.Contains(d, "0 run now") || !strings.Contains(d, "refused a request") {
+	// The driver ran every trial itself, on its network workers' slots:
+	// their outcomes came back through its runners, not a scan of storage.
+	if d := readLog(tmp, "driver"); !strings.Contains(d, fmt.Sprintf("%d run now", n)) || !strings.Contains(d, "refused a request") {
 		t.Errorf("driver log:\n%s", d)
 	}
 	for _, name := range []string{"driver", "w1", "w2"} {
@@ -120,39 +124,47 @@ func TestNetworkWorkers(t *testing.T) {
 }
 
 // TestNetworkWorkerKilled: a worker is killed while it runs a trial; once
-// its lease runs out the trial goes back to the queue and finishes on the
-// other worker.
+// its lease runs out the driver's runner for it returns FAILED ("worker
+// lost"), and the retry policy (max_retries 1) runs the trial again, as a
+// new trial, on the other worker.
 func TestNetworkWorkerKilled(t *testing.T) {
 	const n = 4
 	dir := chaosExperiment(t, n, "2")
 	tmp := t.TempDir()
 	addr := freePort(t)
 	dargs, wargs := netSetup(t, dir, addr, "K")
-	driver := startBench(t, dir, tmp, "driver", dargs...)
+	driver := startBench(t, dir, tmp, "driver", append(dargs, "--max_retries", "1")...)
 	waitFor(t, "the server", func() bool { return strings.Contains(readLog(tmp, "driver"), "serving experiment K") })
 	doomed := startBench(t, dir, tmp, "doomed", wargs...)
 	waitFor(t, "the doomed worker's trial", func() bool { return len(startedCounts(t, dir)) > 0 })
 	data, _ := os.ReadFile(filepath.Join(dir, "started"))
-	victim := strings.Fields(string(data))[0]
+	victim, _ := strconv.Atoi(strings.Fields(string(data))[0])
 	steady := startBench(t, dir, tmp, "steady", wargs...)
 	_ = doomed.Process.Signal(syscall.SIGKILL)
 	_ = doomed.Wait()
 	waitOK(t, driver, tmp, "driver")
 	waitOK(t, steady, tmp, "steady")
 	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "K")
-	if len(rows) != n {
-		t.Fatalf("%d trials stored, want %d", len(rows), n)
+	if len(rows) != n+1 {
+		t.Fatalf("%d trials stored, want %d (one retried)\n%s", len(rows), n+1, readLog(tmp, "driver"))
 	}
 	for id, st := range rows {
-		if st != "SUCCEEDED" {
-			t.Errorf("trial %d: %s", id, st)
+		if want := map[bool]string{true: "FAILED", false: "SUCCEEDED"}[id == victim]; st != want {
+			t.Errorf("trial %d: %s, want %s", id, st, want)
 		}
 	}
-	if !strings.Contains(readLog(tmp, "steady"), "trial finished trial="+victim+" ") {
-		t.Errorf("trial %s of the killed worker did not finish on the other worker:\n%s", victim, readLog(tmp, "steady"))
+	d := readLog(tmp, "driver")
+	if !strings.Contains(d, fmt.Sprintf("trial finished trial=%d status=FAILED", victim)) || !strings.Contains(d, "worker lost") {
+		t.Errorf("the killed worker's trial did not fail as lost:\n%s", d)
 	}
-	if c := startedCounts(t, dir)[victim]; c != 2 {
-		t.Errorf("trial %s started %d times, want 2 (killed, then run again)", victim, c)
+	retried := false
+	for id := range rows {
+		if id != victim && strings.Contains(readLog(tmp, "steady"), fmt.Sprintf("trial finished trial=%d ", id)) {
+			retried = true
+		}
+	}
+	if !retried || startedCounts(t, dir)[strconv.Itoa(victim)] != 1 {
+		t.Errorf("trial %d of the killed worker was not retried on the other worker:\n%s", victim, readLog(tmp, "steady"))
 	}
 }
 
@@ -190,5 +202,50 @@ func TestNetworkDriverRestart(t *testing.T) {
 	}
 	if w := readLog(tmp, "w1") + readLog(tmp, "w2"); !strings.Contains(w, "cannot reach the server") || !strings.Contains(w, "answers again") {
 		t.Errorf("the workers did not reconnect:\n%s", w)
+	}
+}
+
+// TestStandaloneServe: bench serve next to a driver that runs no trial
+// (they share the SQLite file) joins the experiment as a worker process
+// whose runners are its network workers: the driver queues trials for its
+// slots, the network worker runs them, every trial is stored once, and all
+// three processes exit once the budget is spent.
+func TestStandaloneServe(t *testing.T) {
+	const n = 6
+	dir := chaosExperiment(t, n, "0.1")
+	tmp := t.TempDir()
+	addr := freePort(t)
+	_, wargs := netSetup(t, dir, addr, "S")
+	driver := startBench(t, dir, tmp, "driver", "run", "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--experiment_id", "S",
+		"--no-progress", "--no-local-trials", "--trial_lease", "2s", "--log_level", "INFO", "--max_suggestions", "6")
+	waitFor(t, "the experiment", func() bool { return strings.Contains(readLog(tmp, "driver"), `experiment "S"`) })
+	server := startBench(t, dir, tmp, "serve", "serve", "--listen", addr, "--token-file", "token", "--experiment", "S",
+		"--environment", "env.jsonc", "--no-progress", "--trial_lease", "2s", "--log_level", "INFO")
+	waitFor(t, "the server", func() bool { return strings.Contains(readLog(tmp, "serve"), "serving experiment S") })
+	w := startBench(t, dir, tmp, "w1", wargs...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve:\n%s\nworker:\n%s", readLog(tmp, "serve"), readLog(tmp, "w1"))
+		}
+	})
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, server, tmp, "serve")
+	waitOK(t, w, tmp, "w1")
+	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "S")
+	if len(rows) != n {
+		t.Fatalf("%d trials stored, want %d\n%s", len(rows), n, readLog(tmp, "serve"))
+	}
+	for id, st := range rows {
+		if st != "SUCCEEDED" {
+			t.Errorf("trial %d: %s", id, st)
+		}
+	}
+	for id, c := range startedCounts(t, dir) {
+		if c != 1 {
+			t.Errorf("trial %s ran %d times", id, c)
+		}
+	}
+	if s := readLog(tmp, "serve"); !strings.Contains(s, "worker connected") || !strings.Contains(s, "trial result received") {
+		t.Errorf("serve log:\n%s", s)
 	}
 }
