@@ -202,6 +202,17 @@ func (s *Scheduler) planned() int {
 	return n
 }
 
+// notePlanned records the run's budget with the experiment
+// (storage.PlannedPrefix) for readers such as bench ui.
+func (s *Scheduler) notePlanned(ctx context.Context) {
+	na, ok := s.exp.(storage.NoteAdder)
+	if n := s.planned(); !ok || n <= 0 {
+		return
+	} else if err := na.AddNotes(ctx, fmt.Sprintf("%s%d trials", storage.PlannedPrefix, n)); err != nil {
+		s.log.Warn("recording the experiment's budget", "err", err)
+	}
+}
+
 // concurrency is how many trials run at once: one for mlos_bench's
 // SyncScheduler, else every runner, bounded by the device slots.
 func (s *Scheduler) concurrency() int {
@@ -235,6 +246,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.notePlanned(ctx)
 	runErr := d.loop(ctx)
 	runErr = d.confirmPhase(ctx, runErr)
 	final := context.WithoutCancel(ctx)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"strconv"
 	"strings"
 )
 
@@ -16,6 +17,26 @@ type NoteAdder interface {
 // EndReasonPrefix starts the note that says why a run of the experiment
 // ended (a stopping rule, the budget, bench stop, ...).
 const EndReasonPrefix = "end reason: "
+
+// PlannedPrefix starts the note that records a run's budget: how many
+// trials the experiment plans in all ("planned: 60 trials"), so that a
+// reader other than the running bench (bench ui) can show progress and an
+// ETA. The last such note holds.
+const PlannedPrefix = "planned: "
+
+// Planned returns the trial budget of the last planned note (0: none).
+func Planned(notes []string) int {
+	for i := len(notes) - 1; i >= 0; i-- {
+		if r, ok := strings.CutPrefix(notes[i], PlannedPrefix); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(r, " trials"))
+			if err != nil || n < 0 {
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
+}
 
 // EndReason returns the last recorded end reason among notes ("" when
 // none).

@@ -98,6 +98,9 @@ func (s *Server) summarizeModel(info storage.ExperimentInfo, trials []storage.Tr
 	if s.o.Planned != nil {
 		row.Planned = s.o.Planned(info.ID)
 	}
+	if row.Planned == 0 {
+		row.Planned = storage.Planned(info.Notes)
+	}
 	row.Progress = strconv.Itoa(row.Done) + " done"
 	if row.Planned > 0 {
 		row.Progress = fmt.Sprintf("%d / %d", row.Done, row.Planned)
@@ -113,7 +116,7 @@ func (s *Server) summarizeModel(info storage.ExperimentInfo, trials []storage.Tr
 		eta := per * time.Duration(row.Planned-row.Done)
 		row.ETA = fmt.Sprintf("%s (at %s per trial, the last %d)", eta.Round(time.Second), per.Round(100*time.Millisecond), k)
 	} else if info.Status == trial.RUNNING && row.Planned == 0 {
-		row.ETA = "unknown (the budget is known only to the running bench: bench run --ui)"
+		row.ETA = "unknown (no budget recorded)"
 	}
 	if bt, ok := m.best(); ok && len(m.objs) > 0 {
 		v, _ := m.value(bt, 0)

@@ -163,11 +163,16 @@ func TestExperimentPage(t *testing.T) {
 		f.add(t, true)
 	}
 	running := f.add(t, false)
+	// The budget a run recorded (schedulers notePlanned) gives the
+	// progress against the plan, without the running bench's help.
+	if err := f.exp.(storage.NoteAdder).AddNotes(context.Background(), storage.PlannedPrefix+"20 trials"); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(New(f.st, Options{}))
 	defer srv.Close()
 
 	code, page := get(t, srv, "/")
-	if code != 200 || !strings.Contains(page, `href="/e/exp-1"`) || !strings.Contains(page, "12 done, 1 running") {
+	if code != 200 || !strings.Contains(page, `href="/e/exp-1"`) || !strings.Contains(page, "12 / 20, 1 running") {
 		t.Fatalf("experiments page (%d):\n%s", code, page)
 	}
 	code, page = get(t, srv, "/e/exp-1")
