@@ -237,6 +237,9 @@ func (d *dispatch) loop(ctx context.Context) error {
 			if err := d.tick(ctx); err != nil && d.stopErr == nil {
 				d.stopErr = err
 			}
+			if s.o.onTick != nil {
+				s.o.onTick()
+			}
 		case <-ctx.Done():
 			// The trials' contexts derive from ctx: they are being stopped;
 			// wait for their goroutines.

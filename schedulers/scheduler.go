@@ -124,6 +124,8 @@ type Options struct {
 	Clock Clock
 	// onBeat is called after each lease renewal (tests).
 	onBeat func()
+	// onTick is called after each tick the dispatcher handled (tests).
+	onTick func()
 }
 
 // Clock is the scheduler's time source (clock.Clock; clock.Real by
