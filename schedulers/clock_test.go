@@ -20,13 +20,13 @@ import (
 // moves only when a test advances it, and each step waits for the event
 // it causes (a tick handled, a lease renewed), never for a wall-clock time.
 
-// safety bounds a wait for an event that a broken dispatcher never
+// hookSafety bounds a wait for an event that a broken dispatcher never
 // delivers: a failure, not a timing (no step waits for it to pass).
-const safety = 2 * time.Minute
+const hookSafety = 2 * time.Minute
 
 // signal returns a channel and a function that sends to it without
 // blocking (a test hook).
-func signal() (chan struct{}, func()) {
+func hookSignal() (chan struct{}, func()) {
 	c := make(chan struct{}, 64)
 	return c, func() {
 		select {
@@ -36,16 +36,16 @@ func signal() (chan struct{}, func()) {
 	}
 }
 
-func wait(t *testing.T, c <-chan struct{}, what string) {
+func waitHook(t *testing.T, c <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-c:
-	case <-time.After(safety):
+	case <-time.After(hookSafety):
 		t.Fatalf("no %s", what)
 	}
 }
 
-func drain(c chan struct{}) {
+func drainHook(c chan struct{}) {
 	for len(c) > 0 {
 		<-c
 	}
@@ -56,7 +56,7 @@ func drain(c chan struct{}) {
 func TestHeartbeatRenewsLeasesOnTheClock(t *testing.T) {
 	const lease = 30 * time.Second
 	fake := clock.NewFake(time.Now())
-	beats, onBeat := signal()
+	beats, onBeat := hookSignal()
 	started := make(chan struct{})
 	release := make(chan struct{})
 	p := newPar(t, filepath.Join(t.TempDir(), "db.sqlite"), Config{ExperimentID: "e", Parallel: true, Lease: lease}, 1, "",
@@ -76,9 +76,9 @@ func TestHeartbeatRenewsLeasesOnTheClock(t *testing.T) {
 	fake.WaitTickers(2) // the dispatcher's tick and the heartbeat's
 	other := p.exp.WithOwner("elsewhere.example:1:ffff", lease)
 	for step := 1; step <= 12; step++ {
-		drain(beats)
+		drainHook(beats)
 		fake.Advance(lease / 3)
-		wait(t, beats, "lease renewal")
+		waitHook(t, beats, "lease renewal")
 		got, err := other.Claim(context.Background(), 5)
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestLeaseExpiryTakeoverOnTheClock(t *testing.T) {
 	if err := dead.UpdateStatus(ctx, 1, trial.RUNNING, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	ticks, onTick := signal()
+	ticks, onTick := hookSignal()
 	ranAt := make(chan time.Time, 1)
 	p := newPar(t, path, Config{ExperimentID: "e", Parallel: true, Lease: lease, MaxTrials: 1}, 1, "",
 		map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(5)}, Options{Clock: fake, Tick: time.Second, onTick: onTick},
@@ -138,7 +138,7 @@ func TestLeaseExpiryTakeoverOnTheClock(t *testing.T) {
 		case ran = <-ranAt:
 		case err := <-errc:
 			t.Fatalf("Start returned before the trial was taken over: %v", err)
-		case <-time.After(safety):
+		case <-time.After(hookSafety):
 			t.Fatalf("the dispatcher handled no tick at %v", fake.Now())
 		}
 	}
@@ -163,7 +163,7 @@ func TestLeaseExpiryTakeoverOnTheClock(t *testing.T) {
 func TestHangDetectionOnTheClock(t *testing.T) {
 	const idle = time.Minute
 	fake := clock.NewFake(time.Now())
-	ticks, onTick := signal()
+	ticks, onTick := hookSignal()
 	running := make(chan context.Context, 1)
 	p := newPar(t, filepath.Join(t.TempDir(), "db.sqlite"), Config{ExperimentID: "e", Parallel: true, IdleTimeout: idle}, 1, "",
 		map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(2)}, Options{Clock: fake, Tick: time.Second, onTick: onTick},
@@ -181,9 +181,9 @@ func TestHangDetectionOnTheClock(t *testing.T) {
 	fake.WaitTickers(2)
 	step := func(d time.Duration) {
 		t.Helper()
-		drain(ticks)
+		drainHook(ticks)
 		fake.Advance(d)
-		wait(t, ticks, "tick handled")
+		waitHook(t, ticks, "tick handled")
 	}
 	step(45 * time.Second)
 	if tctx.Err() != nil {

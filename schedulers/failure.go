@@ -80,9 +80,9 @@ func (p failurePolicy) count(f *failureState, st trial.Status, reason string) {
 type stopVerdict int
 
 const (
-	goOn          stopVerdict = iota
-	failureBudget             // max_failed_trials failures for good
-	failFast                  // the first fail_fast trials all failed the same way
+	policyGoOn          stopVerdict = iota
+	policyFailureBudget             // max_failed_trials failures for good
+	policyFailFast                  // the first fail_fast trials all failed the same way
 )
 
 // stop decides whether the experiment stops after an outcome was counted:
@@ -92,7 +92,7 @@ const (
 // for the experiment (f.failFastDone).
 func (p failurePolicy) stop(f *failureState, budgetLeft bool) stopVerdict {
 	if p.MaxFailedTrials > 0 && f.failed >= p.MaxFailedTrials {
-		return failureBudget
+		return policyFailureBudget
 	}
 	// Fail-fast saves the rest of the budget: none left, nothing to save.
 	if n := p.failFast(f); n > 0 && f.succeeded == 0 && len(f.firstFailures) >= n && budgetLeft {
@@ -100,12 +100,12 @@ func (p failurePolicy) stop(f *failureState, budgetLeft bool) stopVerdict {
 			if sig != f.firstFailures[0] {
 				f.firstFailures = f.firstFailures[:0:0]
 				f.failFastDone = true // not all the same: fail-fast is done
-				return goOn
+				return policyGoOn
 			}
 		}
-		return failFast
+		return policyFailFast
 	}
-	return goOn
+	return policyGoOn
 }
 
 // retry queues another attempt of a failed trial, preferably on another
@@ -187,10 +187,10 @@ func (d *dispatch) checkStop(out trial.Outcome) error {
 	p := d.s.failures()
 	n := p.failFast(&d.failureState)
 	switch p.stop(&d.failureState, d.notDone() || len(d.queue) > 0) {
-	case failureBudget:
+	case policyFailureBudget:
 		return fmt.Errorf("%w: %d trials failed, the failure budget (max_failed_trials %d) is spent; the last failure: %s",
 			ErrStopped, d.failed, p.MaxFailedTrials, out.FailureReason)
-	case failFast:
+	case policyFailFast:
 		return fmt.Errorf("%w early: the first %d trials all failed the same way, so the rest of the budget would likely fail too (fail_fast %d; set it to 0 to go on regardless): %s",
 			ErrStopped, n, n, d.firstReason)
 	}

@@ -7,13 +7,13 @@ import (
 	"github.com/benchtune/bench/trial"
 )
 
-var allFinal = []trial.Status{trial.SUCCEEDED, trial.FAILED, trial.TIMED_OUT, trial.CANCELED}
+var policyStatuses = []trial.Status{trial.SUCCEEDED, trial.FAILED, trial.TIMED_OUT, trial.CANCELED}
 
 // The retry decision for every final status × retries left × whether the
 // run is being stopped.
 func TestFailurePolicyRetry(t *testing.T) {
 	p := failurePolicy{MaxRetries: 2}
-	for _, st := range allFinal {
+	for _, st := range policyStatuses {
 		for _, attempt := range []int{0, 1, 2, 3} { // retries left: 2, 1, 0, none (past the limit)
 			for _, stopping := range []bool{false, true} {
 				want := (st == trial.FAILED || st == trial.TIMED_OUT) && attempt < 2 && !stopping
@@ -47,42 +47,42 @@ func TestFailurePolicyStop(t *testing.T) {
 		want [4]want
 	}{{
 		name: "fail-fast off", p: failurePolicy{}, reason: boom, budgetLeft: true,
-		want: [4]want{{goOn, 0, false}, {goOn, 0, false}, {goOn, 0, false}, {goOn, 0, false}},
+		want: [4]want{{policyGoOn, 0, false}, {policyGoOn, 0, false}, {policyGoOn, 0, false}, {policyGoOn, 0, false}},
 	}, {
 		name: "first of fail_fast 2", p: failurePolicy{FailFast: 2}, reason: boom, budgetLeft: true,
-		want: [4]want{{goOn, 0, false}, {goOn, 1, false}, {goOn, 1, false}, {goOn, 0, false}},
+		want: [4]want{{policyGoOn, 0, false}, {policyGoOn, 1, false}, {policyGoOn, 1, false}, {policyGoOn, 0, false}},
 	}, {
 		// The numbers and /tmp path differ: the same failure.
 		name: "second of fail_fast 2, same", p: failurePolicy{FailFast: 2}, reason: boom, budgetLeft: true,
 		before: failureState{failed: 1, firstFailures: []string{signature("step 7 failed: exit 2 in /tmp/y")}, firstReason: "x"},
-		want:   [4]want{{goOn, 1, false}, {failFast, 2, false}, {failFast, 2, false}, {goOn, 1, false}},
+		want:   [4]want{{policyGoOn, 1, false}, {policyFailFast, 2, false}, {policyFailFast, 2, false}, {policyGoOn, 1, false}},
 	}, {
 		name: "second of fail_fast 2, different", p: failurePolicy{FailFast: 2}, reason: other, budgetLeft: true,
 		before: failureState{failed: 1, firstFailures: []string{signature(boom)}, firstReason: boom},
-		want:   [4]want{{goOn, 1, false}, {goOn, 0, true}, {goOn, 0, true}, {goOn, 1, false}},
+		want:   [4]want{{policyGoOn, 1, false}, {policyGoOn, 0, true}, {policyGoOn, 0, true}, {policyGoOn, 1, false}},
 	}, {
 		name: "second of fail_fast 2, same, no budget left to save", p: failurePolicy{FailFast: 2}, reason: boom, budgetLeft: false,
 		before: failureState{failed: 1, firstFailures: []string{signature(boom)}, firstReason: boom},
-		want:   [4]want{{goOn, 1, false}, {goOn, 2, false}, {goOn, 2, false}, {goOn, 1, false}},
+		want:   [4]want{{policyGoOn, 1, false}, {policyGoOn, 2, false}, {policyGoOn, 2, false}, {policyGoOn, 1, false}},
 	}, {
 		name: "fail-fast after a success", p: failurePolicy{FailFast: 2}, reason: boom, budgetLeft: true,
 		before: failureState{succeeded: 1, failed: 1, firstFailures: []string{signature(boom)}, firstReason: boom},
-		want:   [4]want{{goOn, 1, false}, {goOn, 1, false}, {goOn, 1, false}, {goOn, 1, false}},
+		want:   [4]want{{policyGoOn, 1, false}, {policyGoOn, 1, false}, {policyGoOn, 1, false}, {policyGoOn, 1, false}},
 	}, {
 		name: "fail-fast done earlier", p: failurePolicy{FailFast: 2}, reason: boom, budgetLeft: true,
 		before: failureState{failed: 3, failFastDone: true},
-		want:   [4]want{{goOn, 0, true}, {goOn, 0, true}, {goOn, 0, true}, {goOn, 0, true}},
+		want:   [4]want{{policyGoOn, 0, true}, {policyGoOn, 0, true}, {policyGoOn, 0, true}, {policyGoOn, 0, true}},
 	}, {
 		name: "failure budget: one failure left", p: failurePolicy{MaxFailedTrials: 3}, reason: boom, budgetLeft: true,
 		before: failureState{failed: 2},
-		want:   [4]want{{goOn, 0, false}, {failureBudget, 0, false}, {failureBudget, 0, false}, {goOn, 0, false}},
+		want:   [4]want{{policyGoOn, 0, false}, {policyFailureBudget, 0, false}, {policyFailureBudget, 0, false}, {policyGoOn, 0, false}},
 	}, {
 		name: "failure budget before fail-fast", p: failurePolicy{MaxFailedTrials: 2, FailFast: 2}, reason: boom, budgetLeft: true,
 		before: failureState{failed: 1, firstFailures: []string{signature(boom)}, firstReason: boom},
-		want:   [4]want{{goOn, 1, false}, {failureBudget, 2, false}, {failureBudget, 2, false}, {goOn, 1, false}},
+		want:   [4]want{{policyGoOn, 1, false}, {policyFailureBudget, 2, false}, {policyFailureBudget, 2, false}, {policyGoOn, 1, false}},
 	}}
 	for _, c := range cases {
-		for i, st := range allFinal {
+		for i, st := range policyStatuses {
 			t.Run(fmt.Sprintf("%s/%s", c.name, st), func(t *testing.T) {
 				f := c.before
 				f.firstFailures = append([]string(nil), c.before.firstFailures...)

@@ -39,7 +39,7 @@ func TestSlowSuggestKeepsLeases(t *testing.T) {
 	const lease = 30 * time.Second
 	fake := clock.NewFake(time.Now())
 	release := make(chan struct{})
-	beats, onBeat := signal()
+	beats, onBeat := hookSignal()
 	p := newPar(t, filepath.Join(t.TempDir(), "db.sqlite"), Config{ExperimentID: "e", Parallel: true, Lease: lease}, 2, "",
 		map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(3), "seed": int64(1)},
 		Options{Clock: fake, Tick: time.Second, onBeat: onBeat},
@@ -64,11 +64,11 @@ func TestSlowSuggestKeepsLeases(t *testing.T) {
 		// Four renewals a third of the lease apart: Suggest runs for 4/3
 		// of the lease on the clock.
 		for n := 0; n < 4; n++ {
-			drain(beats)
+			drainHook(beats)
 			fake.Advance(lease / 3)
 			select {
 			case <-beats:
-			case <-time.After(safety):
+			case <-time.After(hookSafety):
 				t.Errorf("no lease renewal while Suggest ran for %v of the clock (got %d)", fake.Now().Sub(start), n)
 				return
 			}
