@@ -16,6 +16,23 @@ import (
 	"github.com/benchtune/bench/tunables"
 )
 
+// budgetState is what the budget (max_trials, max_suggestions,
+// queue_ahead) is counted with.
+type budgetState struct {
+	// aheadLeft counts the trials this process queued ahead (stored
+	// unowned) that it has not seen claimed yet.
+	aheadLeft int
+	// suggestions counts the configurations the optimizer suggested in
+	// this process (mlos_bench's optimizer iteration).
+	suggestions int
+	// trialCount counts the experiment's trials, retries left out: the
+	// max_trials budget.
+	trialCount int
+	noMore     bool      // the optimizer has nothing more to suggest
+	lastClaim  time.Time // refill's last claim from storage
+	lastCount  time.Time // countTrials' last scan
+}
+
 // fill starts trials on idle runners: queued ones first (retries, claimed,
 // repeats), then trials claimed from storage, then new suggestions.
 func (d *dispatch) fill(ctx context.Context) error {
@@ -60,7 +77,7 @@ func (d *dispatch) refill(ctx context.Context) (bool, error) {
 	// claims (a worker) or queued trials ahead itself, which run before
 	// new suggestions (in the order of their ids).
 	var claimed []storage.Trial
-	if now := time.Now(); s.o.Worker || d.aheadLeft > 0 || now.Sub(d.lastClaim) >= s.o.Tick {
+	if now := d.clock.Now(); s.o.Worker || d.aheadLeft > 0 || now.Sub(d.lastClaim) >= s.o.Tick {
 		d.lastClaim = now
 		var err error
 		if claimed, err = s.exp.Claim(ctx, want); err != nil {
@@ -142,7 +159,7 @@ func (d *dispatch) suggest(ctx context.Context, want int) (bool, error) {
 
 func (d *dispatch) countTrials(ctx context.Context) (int, error) {
 	// Reading every trial is a scan: at most once a second.
-	now := time.Now()
+	now := d.clock.Now()
 	if now.Sub(d.lastCount) < time.Second {
 		return d.trialCount, nil
 	}

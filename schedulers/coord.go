@@ -6,9 +6,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/benchtune/bench/trial"
 )
+
+// coordState is what the dispatcher knows of other processes.
+type coordState struct {
+	// others reports trials owned by other processes: the dispatcher then
+	// polls storage for their outcomes.
+	others   bool
+	lastPoll time.Time // pollOthers' last scan
+	// feedSeq is the storage change feed's number this process has read
+	// up to (pollOthers reads the trials changed since).
+	feedSeq int64
+}
 
 // feedWorkers keeps as many trials queued, unowned, as the experiment's
 // live workers have trial runners (plus queue_ahead), so that bench worker

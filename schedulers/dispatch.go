@@ -52,57 +52,33 @@ type done struct {
 }
 
 // dispatch is the state of one Start call, owned by the dispatcher's
-// goroutine.
+// goroutine. Its state is split by concern, each part declared in (and
+// changed only by) the file of its concern; the parts are embedded so that
+// their fields read as the dispatcher's own (d.queue, d.trialCount, ...).
 type dispatch struct {
-	s       *Scheduler
+	s *Scheduler
+	// clock is the scheduler's clock (Options.Clock).
+	clock        Clock
+	loopState    // the dispatch loop (this file)
+	runnerPool   // runners and running trials (runpool.go)
+	budgetState  // the budget and the optimizer's suggestions (budget.go)
+	reuseState   // dedup and config_id re-runs (reuse.go)
+	failureState // retries, the failure budget and fail-fast (failure.go)
+	coordState   // other processes' trials (coord.go)
+	recordState  // what was recorded and observed (record.go)
+}
+
+// loopState is the dispatch loop's own state: the queue, the results of
+// the trials' goroutines, the loop's timers and why it stops.
+type loopState struct {
 	canary  bool // the first trial runs alone (canary.go)
 	queue   []item
-	running map[int]*job
-	idle    []Runner
-	next    int // round-robin position (SyncScheduler)
 	results chan done
-	// aheadLeft counts the trials this process queued ahead (stored
-	// unowned) that it has not seen claimed yet.
-	aheadLeft int
-	// suggestions counts the configurations the optimizer suggested in
-	// this process (mlos_bench's optimizer iteration).
-	suggestions int
-	// observed holds the trials whose outcome the optimizer has seen.
-	observed map[int]bool
-	// waiting maps an unfinished trial to the trials of the same
-	// configuration and repeat that wait for its result (dedup).
-	waiting map[int][]item
-	// trialCount counts the experiment's trials, retries left out: the
-	// max_trials budget.
-	trialCount int
-	failed     int // trials of the experiment that failed for good
-	succeeded  int // trials of the experiment that succeeded
-	// firstFailures holds the failure signatures of the first trials of
-	// an experiment without successes (fail-fast).
-	firstFailures []string
-	firstReason   string
-	best          *Best
-	// others reports trials owned by other processes: the dispatcher then
-	// polls storage for their outcomes.
-	others     bool
-	lastStop   time.Time
-	lastClaim  time.Time
-	lastCount  time.Time // countTrials' last scan
-	lastPoll   time.Time // pollOthers' last scan
-	stopErr    error
-	noMore     bool // the optimizer has nothing more to suggest
-	retryCount map[int]int
-	// noReuse queues the next suggestion to run even when an identical
-	// trial exists (config_id re-runs).
-	noReuse bool
-	// keys holds "config hash|repeat" of every trial of the experiment this
-	// process knows of (dedup asks storage only about these).
-	keys map[string]bool
+	// lastStop is when the stop requests were last read (tick).
+	lastStop time.Time
+	stopErr  error
 	// beat renews the leases (nil outside loop).
 	beat *heartbeat
-	// feedSeq is the storage change feed's number this process has read
-	// up to (pollOthers reads the trials changed since).
-	feedSeq int64
 	// stop applies the stopping rules (noise.go); stopApplied is set once
 	// the queue was cut when one fired.
 	stop        *stopper
@@ -114,9 +90,12 @@ type dispatch struct {
 }
 
 func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
-	d := &dispatch{s: s, running: map[int]*job{}, results: make(chan done, len(s.runners)),
-		observed: map[int]bool{}, waiting: map[int][]item{}, retryCount: map[int]int{}, keys: map[string]bool{},
-		stop: newStopper(s.cfg.Noise, nil)}
+	d := &dispatch{s: s, clock: s.clock(),
+		loopState:    loopState{results: make(chan done, len(s.runners)), stop: newStopper(s.cfg.Noise, s.clock().Now)},
+		runnerPool:   runnerPool{running: map[int]*job{}},
+		reuseState:   reuseState{waiting: map[int][]item{}, keys: map[string]bool{}},
+		failureState: failureState{retryCount: map[int]int{}},
+		recordState:  recordState{observed: map[int]bool{}}}
 	d.idle = append(d.idle, s.localRunners()...)
 	all, seq, err := s.exp.Changes(ctx, 0)
 	if err != nil {
@@ -223,7 +202,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 // loop runs until there is nothing left to run (or ctx ends).
 func (d *dispatch) loop(ctx context.Context) error {
 	s := d.s
-	tick := time.NewTicker(s.o.Tick)
+	tick := d.clock.NewTicker(s.o.Tick)
 	defer tick.Stop()
 	// Leases are renewed off this goroutine: Suggest may take longer
 	// than a lease.
@@ -257,9 +236,12 @@ func (d *dispatch) loop(ctx context.Context) error {
 			if err := d.finished(ctx, r); err != nil && d.stopErr == nil {
 				d.stopErr = err
 			}
-		case <-tick.C:
+		case <-tick.C():
 			if err := d.tick(ctx); err != nil && d.stopErr == nil {
 				d.stopErr = err
+			}
+			if s.o.onTick != nil {
+				s.o.onTick()
 			}
 		case <-ctx.Done():
 			// The trials' contexts derive from ctx: they are being stopped;
@@ -341,7 +323,7 @@ func (d *dispatch) notDone() bool {
 // picks up other processes' results.
 func (d *dispatch) tick(ctx context.Context) error {
 	s := d.s
-	now := time.Now()
+	now := d.clock.Now()
 	if s.cfg.IdleTimeout > 0 {
 		for _, j := range d.running {
 			if idle := now.Sub(j.act.LastActive()); idle > s.cfg.IdleTimeout {

@@ -66,7 +66,7 @@ type parSetup struct {
 func newPar(t *testing.T, path string, cfg Config, n int, optClass string, optCfg map[string]any, o Options,
 	run func(context.Context, environments.Params) environments.Result) parSetup {
 	t.Helper()
-	st := openStore(t, path)
+	st := openStoreOn(t, path, o.Clock)
 	tun := testTunables(t)
 	var runners []Runner
 	for i := 1; i <= n; i++ {

@@ -12,6 +12,102 @@ import (
 	"github.com/benchtune/bench/trial"
 )
 
+// failureState is what the retry and failure policy counts.
+type failureState struct {
+	failed    int // trials of the experiment that failed for good
+	succeeded int // trials of the experiment that succeeded
+	// firstFailures holds the failure signatures of the first trials of
+	// an experiment without successes (fail-fast).
+	firstFailures []string
+	firstReason   string
+	// retryCount maps a trial's first attempt to its retries so far.
+	retryCount map[int]int
+	// failFastDone is set once the first failures were not all the same:
+	// fail-fast no longer applies.
+	failFastDone bool
+}
+
+// failurePolicy is the experiment's retry and failure policy
+// (max_retries, max_failed_trials, fail_fast). Its methods are the
+// policy's decisions, on the counts of a failureState and nothing else,
+// so that they are table-tested alone (failure_test.go).
+type failurePolicy struct {
+	MaxRetries      int
+	MaxFailedTrials int
+	FailFast        int
+}
+
+// failures returns the scheduler's retry and failure policy.
+func (s *Scheduler) failures() failurePolicy {
+	return failurePolicy{MaxRetries: s.cfg.MaxRetries, MaxFailedTrials: s.cfg.MaxFailedTrials, FailFast: s.cfg.FailFast}
+}
+
+// retry decides whether an attempt (0 for the first) that ended with
+// status st runs again: a FAILED or TIMED_OUT trial with retries left,
+// unless the run itself is being stopped. SUCCEEDED and CANCELED (bench
+// stop, an interruption) never are.
+func (p failurePolicy) retry(st trial.Status, attempt int, stopping bool) bool {
+	return st.IsFailed() && attempt < p.MaxRetries && !stopping
+}
+
+// failFast is how many first failures fail-fast compares (0: off).
+func (p failurePolicy) failFast(f *failureState) int {
+	if f.failFastDone {
+		return 0
+	}
+	return max(p.FailFast, 0)
+}
+
+// count takes a recorded outcome (status st, failure reason) into the
+// counts: successes, failures for good, and the first failures'
+// signatures that fail-fast compares.
+func (p failurePolicy) count(f *failureState, st trial.Status, reason string) {
+	switch st {
+	case trial.SUCCEEDED:
+		f.succeeded++
+	case trial.FAILED, trial.TIMED_OUT:
+		f.failed++
+		if f.succeeded == 0 && len(f.firstFailures) < p.failFast(f) {
+			f.firstFailures = append(f.firstFailures, signature(reason))
+			if f.firstReason == "" {
+				f.firstReason = reason
+			}
+		}
+	}
+}
+
+// stopVerdict is what the failure policy says after an outcome.
+type stopVerdict int
+
+const (
+	policyGoOn          stopVerdict = iota
+	policyFailureBudget             // max_failed_trials failures for good
+	policyFailFast                  // the first fail_fast trials all failed the same way
+)
+
+// stop decides whether the experiment stops after an outcome was counted:
+// its failure budget is spent, or its first trials, none of them a
+// success, all failed the same way while the budget has trials left to
+// save (budgetLeft). Once the first failures differ, fail-fast is done
+// for the experiment (f.failFastDone).
+func (p failurePolicy) stop(f *failureState, budgetLeft bool) stopVerdict {
+	if p.MaxFailedTrials > 0 && f.failed >= p.MaxFailedTrials {
+		return policyFailureBudget
+	}
+	// Fail-fast saves the rest of the budget: none left, nothing to save.
+	if n := p.failFast(f); n > 0 && f.succeeded == 0 && len(f.firstFailures) >= n && budgetLeft {
+		for _, sig := range f.firstFailures[1:n] {
+			if sig != f.firstFailures[0] {
+				f.firstFailures = f.firstFailures[:0:0]
+				f.failFastDone = true // not all the same: fail-fast is done
+				return policyGoOn
+			}
+		}
+		return policyFailFast
+	}
+	return policyGoOn
+}
+
 // retry queues another attempt of a failed trial, preferably on another
 // runner; the optimizer only sees the last attempt.
 func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
@@ -88,26 +184,15 @@ func signature(reason string) string {
 // checkStop stops the experiment when its failure budget is spent or its
 // first trials all failed the same way.
 func (d *dispatch) checkStop(out trial.Outcome) error {
-	s := d.s
-	if s.cfg.MaxFailedTrials > 0 && d.failed >= s.cfg.MaxFailedTrials {
+	p := d.s.failures()
+	n := p.failFast(&d.failureState)
+	switch p.stop(&d.failureState, d.notDone() || len(d.queue) > 0) {
+	case policyFailureBudget:
 		return fmt.Errorf("%w: %d trials failed, the failure budget (max_failed_trials %d) is spent; the last failure: %s",
-			ErrStopped, d.failed, s.cfg.MaxFailedTrials, out.FailureReason)
-	}
-	// Fail-fast saves the rest of the budget: none left, nothing to save.
-	if n := s.cfg.FailFast; n > 0 && d.succeeded == 0 && len(d.firstFailures) >= n && (d.notDone() || len(d.queue) > 0) {
-		same := true
-		for _, f := range d.firstFailures[1:n] {
-			if f != d.firstFailures[0] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return fmt.Errorf("%w early: the first %d trials all failed the same way, so the rest of the budget would likely fail too (fail_fast %d; set it to 0 to go on regardless): %s",
-				ErrStopped, n, n, d.firstReason)
-		}
-		d.firstFailures = d.firstFailures[:0:0]
-		d.s.cfg.FailFast = 0 // not all the same: fail-fast is done
+			ErrStopped, d.failed, p.MaxFailedTrials, out.FailureReason)
+	case policyFailFast:
+		return fmt.Errorf("%w early: the first %d trials all failed the same way, so the rest of the budget would likely fail too (fail_fast %d; set it to 0 to go on regardless): %s",
+			ErrStopped, n, n, d.firstReason)
 	}
 	return nil
 }

@@ -33,13 +33,13 @@ func (s *Scheduler) startHeartbeat(ctx context.Context) *heartbeat {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		tick := time.NewTicker(every)
+		tick := s.clock().NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-tick.C():
 			}
 			if !h.busy.Load() && !s.o.Worker {
 				continue

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/environments"
+	"github.com/benchtune/bench/internal/clock"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/trial"
 )
@@ -31,20 +32,17 @@ func (o *slowOpt) Suggest(ctx context.Context, k int) ([]optimizers.Suggestion, 
 // than the lease does not stop the lease renewals (they run off the
 // dispatcher's goroutine): while it runs, the trial running here keeps its
 // lease, another process cannot claim it, and it ends stored by this
-// process on its runner. Event-driven: Suggest waits for lease renewals,
-// not for a time.
+// process on its runner. On a fake clock (clock_test.go): Suggest moves the
+// clock a third of the lease at a time and waits for each renewal; with
+// renewals on the dispatcher's goroutine none would come.
 func TestSlowSuggestKeepsLeases(t *testing.T) {
-	const lease = 2 * time.Second
+	const lease = 30 * time.Second
+	fake := clock.NewFake(time.Now())
 	release := make(chan struct{})
-	beats := make(chan struct{}, 64)
+	beats, onBeat := hookSignal()
 	p := newPar(t, filepath.Join(t.TempDir(), "db.sqlite"), Config{ExperimentID: "e", Parallel: true, Lease: lease}, 2, "",
 		map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(3), "seed": int64(1)},
-		Options{onBeat: func() {
-			select {
-			case beats <- struct{}{}:
-			default:
-			}
-		}},
+		Options{Clock: fake, Tick: time.Second, onBeat: onBeat},
 		func(ctx context.Context, params environments.Params) environments.Result {
 			if params["trial_id"] == int64(1) {
 				// Trial 1 runs until the slow Suggest has seen what it
@@ -61,26 +59,19 @@ func TestSlowSuggestKeepsLeases(t *testing.T) {
 	opt := &slowOpt{Optimizer: p.sched.opt}
 	opt.during = func(ctx context.Context) {
 		defer close(release)
-		start := time.Now()
-		// Drain renewals made before this Suggest began.
-		for len(beats) > 0 {
-			<-beats
-		}
-		// Four renewals a third of the lease apart: longer than the lease.
-		// Without renewals off this goroutine none comes: give up after
-		// several leases.
-		giveUp := time.NewTimer(6 * lease)
-		defer giveUp.Stop()
+		fake.WaitTickers(2) // the dispatcher's tick and the heartbeat's
+		start := fake.Now()
+		// Four renewals a third of the lease apart: Suggest runs for 4/3
+		// of the lease on the clock.
 		for n := 0; n < 4; n++ {
+			drainHook(beats)
+			fake.Advance(lease / 3)
 			select {
 			case <-beats:
-			case <-giveUp.C:
-				t.Errorf("no lease renewal while Suggest ran for %v (got %d)", time.Since(start).Round(time.Millisecond), n)
+			case <-time.After(hookSafety):
+				t.Errorf("no lease renewal while Suggest ran for %v of the clock (got %d)", fake.Now().Sub(start), n)
 				return
 			}
-		}
-		if el := time.Since(start); el < lease {
-			t.Errorf("Suggest ran %v, want more than the lease %v", el, lease)
 		}
 		other := p.exp.WithOwner("elsewhere.example:1:ffff", lease)
 		got, err := other.Claim(ctx, 5)
@@ -94,6 +85,9 @@ func TestSlowSuggestKeepsLeases(t *testing.T) {
 		tr, err := p.exp.Trial(ctx, 1)
 		if err != nil || tr.Finished() || tr.Owner != p.sched.o.Owner {
 			t.Errorf("trial 1 while Suggest ran: owner %q finished %v err %v; want it held by %q", tr.Owner, tr.Finished(), err, p.sched.o.Owner)
+		}
+		if want := fake.Now().Add(lease).Truncate(time.Microsecond); !tr.LeaseUntil.Equal(want) {
+			t.Errorf("trial 1's lease ends %v, want %v (renewed at the last beat)", tr.LeaseUntil, want)
 		}
 		checked.Store(true)
 	}

@@ -20,41 +20,8 @@ import (
 	"github.com/benchtune/bench/trial"
 )
 
-// The lease on a running trial is renewed well before it runs out (every
-// third of it): a trial that runs several leases long is never claimed by
-// another process meanwhile.
-func TestHeartbeatKeepsALongTrialClaimed(t *testing.T) {
-	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	const lease = 600 * time.Millisecond
-	var other storage.Experiment
-	var takenOver atomic.Int64
-	s := newSetup(t, st, Config{ExperimentID: "e", Lease: lease}, nil, func(ctx context.Context, p environments.Params) environments.Result {
-		// Another process looks for trials to take over while this one
-		// runs for four leases.
-		for end := time.Now().Add(4 * lease); time.Now().Before(end); time.Sleep(lease / 10) {
-			got, err := other.Claim(ctx, 1)
-			if err != nil {
-				t.Error(err)
-			}
-			takenOver.Add(int64(len(got)))
-		}
-		return score(p)
-	})
-	other = s.exp.WithOwner("otherhost:1:cafe", lease)
-	// Bounded: with its trial taken over, a run would wait for the other
-	// owner, which never finishes it.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*lease+20*time.Second)
-	defer cancel()
-	if err := s.sched.Start(ctx); err != nil {
-		t.Error(err)
-	}
-	if n := takenOver.Load(); n > 0 {
-		t.Errorf("another process claimed the running trial %d times: its lease ran out", n)
-	}
-	if ts := trials(t, s.exp); len(ts) != 1 || ts[0].Status != trial.SUCCEEDED {
-		t.Errorf("trials: %+v", ts)
-	}
-}
+// The lease on a running trial is renewed well before it runs out: see
+// TestHeartbeatRenewsLeasesOnTheClock (clock_test.go), on a fake clock.
 
 // A stop request (bench stop) for a trial that another process runs is
 // that process's to act on: this process does not cancel it in storage

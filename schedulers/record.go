@@ -11,6 +11,14 @@ import (
 	"github.com/benchtune/bench/trial"
 )
 
+// recordState is what was recorded: the best trial so far and the trials
+// whose outcome the optimizer has seen.
+type recordState struct {
+	best *Best
+	// observed holds the trials whose outcome the optimizer has seen.
+	observed map[int]bool
+}
+
 // finished handles a trial's end in the dispatcher.
 func (d *dispatch) finished(ctx context.Context, r done) error {
 	s := d.s
@@ -41,7 +49,7 @@ func (d *dispatch) finished(ctx context.Context, r done) error {
 		d.resolveWaiting(ctx, j.t.ID, out)
 		return d.canaryDone(out)
 	}
-	if out.Status.IsFailed() && j.attempt < s.cfg.MaxRetries && ctx.Err() == nil {
+	if s.failures().retry(out.Status, j.attempt, ctx.Err() != nil) {
 		return d.retry(ctx, j, out)
 	}
 	d.record(j.item, out)
@@ -68,7 +76,6 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	switch out.Status {
 	case trial.SUCCEEDED:
 		own(&s.stats.Succeeded)
-		d.succeeded++
 		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil {
 			if d.best == nil || trial.BetterTrial(scores, t.ID, s.targets.Values(d.best.Values), d.best.TrialID) {
 				d.best = &Best{TrialID: t.ID, Values: s.targets.Values(scores)}
@@ -76,16 +83,10 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 		}
 	case trial.FAILED, trial.TIMED_OUT:
 		own(&s.stats.Failed)
-		d.failed++
-		if d.succeeded == 0 && len(d.firstFailures) < max(s.cfg.FailFast, 0) {
-			d.firstFailures = append(d.firstFailures, signature(out.FailureReason))
-			if d.firstReason == "" {
-				d.firstReason = out.FailureReason
-			}
-		}
 	case trial.CANCELED:
 		own(&s.stats.Canceled)
 	}
+	s.failures().count(&d.failureState, out.Status, out.FailureReason)
 	if out.Status != trial.CANCELED {
 		sc, _ := s.targets.Scores(out.Status, out.Results)
 		d.observeStop(out.Results, sc)

@@ -11,6 +11,19 @@ import (
 	"github.com/benchtune/bench/trial"
 )
 
+// reuseState is what dedup (reuse of identical trials) knows.
+type reuseState struct {
+	// waiting maps an unfinished trial to the trials of the same
+	// configuration and repeat that wait for its result (dedup).
+	waiting map[int][]item
+	// noReuse queues the next suggestion to run even when an identical
+	// trial exists (config_id re-runs).
+	noReuse bool
+	// keys holds "config hash|repeat" of every trial of the experiment this
+	// process knows of (dedup asks storage only about these).
+	keys map[string]bool
+}
+
 // claimed settles an item (counted in trialCount) whose configuration and
 // repeat another trial holds (storage.ClaimedError), typically one that
 // another process stored first: it reuses that trial's success, or waits

@@ -72,7 +72,7 @@ func TestPickRunnerPrefersSetUpRunners(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &Scheduler{cfg: Config{Parallel: tt.parallel}, runners: []Runner{r1, r2, r3}}
-			d := &dispatch{s: s, idle: append([]Runner(nil), tt.idle...), next: tt.next}
+			d := &dispatch{s: s, runnerPool: runnerPool{idle: append([]Runner(nil), tt.idle...), next: tt.next}}
 			got := d.pickRunner(tt.it)
 			if got.ID() != tt.want {
 				t.Errorf("picked runner %d, want %d", got.ID(), tt.want)

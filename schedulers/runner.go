@@ -8,87 +8,27 @@ import (
 
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/services"
-	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
 
-// Spec is one trial as a runner gets it: everything it needs to run the
-// trial, and nothing of the scheduler's.
-type Spec struct {
-	ExperimentID string
-	TrialID      int
-	// Params are the trial's tunable values as stored.
-	Params map[string]string
-	// Globals are the trial's globals: the experiment's, the trial's
-	// metadata (repeat_i, ...), experiment_id, trial_id, trial_runner_id
-	// and the device slot's (gpu_id, cpu_slot, device_slot).
-	Globals map[string]any
-	// ProcessEnv is added to the environment of the trial's processes only
-	// (CUDA_VISIBLE_DEVICES of its device slot), never to bench's own.
-	ProcessEnv map[string]string
-	// Cores pins the trial's processes to these CPU cores (nil: no pinning).
-	Cores []int
-	// Activity is touched by the trial's output and telemetry (hang
-	// detection); nil when not watched.
-	Activity *services.Activity
-	// TelemetryInterval samples the CPU time and memory of the trial's
-	// processes into its telemetry this often (0: off; services.Sampler).
-	TelemetryInterval time.Duration
-	// Attach records the engine job the trial runs as, after each
-	// submission (runners on execution engines call it; nil: nothing is
-	// recorded). An error means the trial is no longer this process's: the
-	// runner should cancel the job and return.
-	Attach func(ctx context.Context, h Handle) error
-	// Progress, when set, takes the trial's intermediate results while it
-	// runs (trial.Progress). Runners call it from any goroutine, in step
-	// order per trial; it never blocks for long (it does not wait on
-	// storage). A trial the listener decides to stop has its ctx
-	// cancelled with cause trial.ErrPruned. nil: nobody listens.
-	Progress func(p trial.Progress)
-}
-
-// Handle identifies a trial that runs outside bench's process (a batch
-// job, a process on another host) so that a restarted bench can re-attach
-// to it instead of running it again: the engine's name, its reference to
-// the job, and the exact request it was submitted with. Local runners
-// have none.
-type Handle = storage.EngineJob
-
-// Runner runs trials, one at a time, to an outcome (the shape of a Nomad
-// task driver). Run never panics on the trial's behalf and never returns an
-// error: every failure is the outcome's status and reason. When ctx is
-// cancelled, Run stops the trial (killing its processes) and returns
-// promptly; the outcome's status is then CANCELED, or TIMED_OUT when the
-// cancellation cause wraps services.ErrTimeout.
-type Runner interface {
-	// ID is the runner's trial_runner_id (1..N).
-	ID() int
-	Run(ctx context.Context, spec Spec) trial.Outcome
-	// Teardown undoes what the runner's trials set up (end of experiment).
-	Teardown(ctx context.Context) error
-	// Close releases the runner.
-	Close() error
-}
-
-// Recoverer is implemented by runners whose trials outlive a bench
-// process: Recover re-attaches to the job a stored handle names (instead of
-// running the trial again) and waits for its outcome, as Run does.
-// Interrupted (ctx cancelled without a cause of its own), Run and Recover
-// leave the job running, so that the next bench re-attaches to it.
-type Recoverer interface {
-	Runner
-	// Engine is the name of the engine whose handles Recover takes.
-	Engine() string
-	Recover(ctx context.Context, spec Spec, h Handle) trial.Outcome
-}
-
-// SetupAffine is implemented by runners that can tell whether their
-// environment is already set up for a trial (bench_reuse_setup): its
-// setup would be skipped for a trial with these tunable values (as
-// stored). The dispatcher prefers such a runner among the idle ones.
-type SetupAffine interface {
-	SetupAffinity(params map[string]string) bool
-}
+// The trial vocabulary lives in the leaf package trial (trial/run.go), so
+// that runner kinds, serve, exec-trial and the passive desk name it without
+// importing the scheduler; these aliases keep the schedulers names.
+type (
+	// Spec is one trial as a runner gets it (trial.Spec).
+	Spec = trial.Spec
+	// Handle identifies a trial that runs outside bench's process
+	// (trial.Handle; storage.EngineJob is the same type).
+	Handle = trial.Handle
+	// Runner runs trials, one at a time, to an outcome (trial.Runner).
+	Runner = trial.Runner
+	// Recoverer re-attaches to a trial's job after a restart
+	// (trial.Recoverer).
+	Recoverer = trial.Recoverer
+	// SetupAffine tells whether a runner's environment is already set up
+	// for a trial (trial.SetupAffine).
+	SetupAffine = trial.SetupAffine
+)
 
 // LocalRunner runs trials on its own copy of the environment in this
 // process (mlos_bench's TrialRunner); trial_runner_id is its ID.

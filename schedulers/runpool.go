@@ -8,10 +8,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
+
+// runnerPool is the dispatcher's runners: the idle ones and the running
+// trials.
+type runnerPool struct {
+	running map[int]*job
+	idle    []Runner
+	next    int // round-robin position (SyncScheduler)
+}
 
 // pickRunner takes an idle runner for it: round-robin for the
 // SyncScheduler (as mlos_bench: no preference overrides it); otherwise,
@@ -135,7 +142,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		spec.Cores = j.slot.Cores
 	}
 	if s.cfg.IdleTimeout > 0 {
-		j.act = services.NewActivity()
+		j.act = trial.NewActivityClock(d.clock.Now)
 		spec.Activity = j.act
 	}
 	spec.TelemetryInterval = s.cfg.TelemetryInterval

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benchtune/bench/internal/clock"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/schedulers/devices"
 	"github.com/benchtune/bench/storage"
@@ -116,9 +117,24 @@ type Options struct {
 	// requests and hung trials and polls other processes' trials
 	// (default 200ms).
 	Tick time.Duration
+	// Clock is the time source of the dispatcher's tick, the lease
+	// renewals (heartbeat), hang detection (trial_idle_timeout) and the
+	// max_time stopping rule; nil is the real clock. Tests pass a
+	// clock.Fake, with storage on the same clock (storage.Config.Clock),
+	// to move time by hand.
+	Clock Clock
 	// onBeat is called after each lease renewal (tests).
 	onBeat func()
+	// onTick is called after each tick the dispatcher handled (tests).
+	onTick func()
 }
+
+// Clock is the scheduler's time source (clock.Clock; clock.Real by
+// default).
+type Clock = clock.Clock
+
+// clock returns the scheduler's clock.
+func (s *Scheduler) clock() Clock { return clock.Or(s.o.Clock) }
 
 // Scheduler runs an experiment's trials on its runners.
 type Scheduler struct {

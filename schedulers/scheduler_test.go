@@ -78,8 +78,16 @@ func score(p environments.Params) environments.Result {
 	return environments.Result{Status: trial.SUCCEEDED, Time: time.Now().UTC(), Metrics: map[string]any{"score": (x - 3) * (x - 3)}}
 }
 
-func openStore(t *testing.T, path string) storage.Storage {
-	st, err := storage.Open(context.Background(), storage.Config{DriverName: "sqlite", Database: path})
+func openStore(t *testing.T, path string) storage.Storage { return openStoreOn(t, path, nil) }
+
+// openStoreOn opens a store whose leases are on the scheduler's clock c
+// (nil: the database's own).
+func openStoreOn(t *testing.T, path string, c Clock) storage.Storage {
+	cfg := storage.Config{DriverName: "sqlite", Database: path}
+	if c != nil {
+		cfg.Clock = c.Now
+	}
+	st, err := storage.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	internalregistry "github.com/benchtune/bench/internal/registry"
 )
@@ -68,6 +69,11 @@ type Config struct {
 	ReadOnly bool `json:"-"`
 	// Logger receives warnings and SQL logs; nil means slog.Default().
 	Logger *slog.Logger `json:"-"`
+	// Clock, when set, is the clock leases are set and compared with
+	// (Claim, Heartbeat, worker registrations) instead of the database's:
+	// tests put it and the scheduler's on one fake clock (internal/clock)
+	// to expire or keep leases without waiting.
+	Clock func() time.Time `json:"-"`
 }
 
 // UnmarshalJSON decodes a storage config, accepting the port as a number or

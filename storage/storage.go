@@ -365,18 +365,8 @@ type Trial struct {
 
 // EngineJob is a trial's job on an execution engine (Slurm, AWS Batch, an
 // SSH host pool): enough to poll it again after a restart and to submit
-// it again after a hang.
-type EngineJob struct {
-	// Engine is the engine's name.
-	Engine string `json:"engine"`
-	// Ref is the engine's reference to the current job (JSON).
-	Ref string `json:"ref"`
-	// Request is the exact request the job was submitted with (JSON,
-	// without secrets).
-	Request string `json:"request,omitempty"`
-	// Submits counts submissions of the request (relaunches included).
-	Submits int `json:"submits"`
-}
+// it again after a hang. It is trial.Handle, the type runners attach.
+type EngineJob = trial.Handle
 
 // Finished reports whether the trial has its final status.
 func (t Trial) Finished() bool { return !t.TsEnd.IsZero() }

@@ -2,7 +2,10 @@
 // layer that moves trials around (optimizers, schedulers, runners, storage,
 // the launcher and the CLI): its status, its outcome (results, telemetry,
 // captured output), the experiment's objectives with the one rule for
-// "which result is better", and the Pareto front.
+// "which result is better", the Pareto front, what a runner gets and is
+// (Spec, Runner, Recoverer, SetupAffine, Handle, Activity, Progress: run.go
+// and trial.go), and the decisions of a trial's lifecycle that every
+// runner kind shares (lifecycle.go).
 //
 // It imports nothing of bench's own, so that no layer has to import another
 // just to name a status.

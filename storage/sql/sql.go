@@ -90,6 +90,8 @@ type Store struct {
 	clockMu     sync.Mutex
 	clockOffset time.Duration
 	clockAt     time.Time
+	// clock replaces the database's clock for leases (Config.Clock).
+	clock func() time.Time
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -109,7 +111,7 @@ func Open(ctx context.Context, cfg storage.Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{log: log, logSQL: cfg.LogSQL, password: cfg.Password, readOnly: cfg.ReadOnly}
+	s := &Store{log: log, logSQL: cfg.LogSQL, password: cfg.Password, readOnly: cfg.ReadOnly, clock: cfg.Clock}
 	switch backend {
 	case "sqlite":
 		err = s.openSQLite(cfg)
