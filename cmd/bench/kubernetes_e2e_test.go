@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/engines/enginetest"
+	"github.com/benchtune/bench/engines/kubernetes/kubetest"
+	"github.com/benchtune/bench/schedulers"
+	"github.com/benchtune/bench/trial"
+)
+
+// The Kubernetes engine against a real kube-apiserver and etcd
+// (scripts/testenv/kube.sh), with the Job controller, the kubelet and the
+// garbage collector played by kubetest: each pod's command is the real
+// `bench exec-trial`, run as a local process.
+
+// kubeEngineConfig is an engine config for a fixture's namespace.
+func kubeEngineConfig(f *kubetest.Fixture) map[string]any {
+	return map[string]any{"kubeconfig": f.EngineKubeconfig, "namespace": f.Namespace, "image": "bench:test",
+		"service_account": kubetest.TrialServiceAccount, "bench": "bench"}
+}
+
+func kubeFixture(t *testing.T) *kubetest.Fixture {
+	return kubetest.Start(t, kubetest.Options{Bench: benchBin, LogDir: t.TempDir()})
+}
+
+func jobOf(t *testing.T, r engines.Ref) string {
+	t.Helper()
+	var x struct {
+		Job string `json:"job"`
+	}
+	if err := json.Unmarshal(r, &x); err != nil || x.Job == "" {
+		t.Fatalf("job reference %s: %v", r, err)
+	}
+	return x.Job
+}
+
+func TestEngineSuiteKubernetes(t *testing.T) {
+	f := kubeFixture(t)
+	base := kubeEngineConfig(f)
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T, dir string, config map[string]any) engines.Engine {
+			return newSuiteEngine(t, "bench.engines.KubernetesEngine", dir, merged(base, config))
+		},
+		// kubectl delete job: the pod is deleted (SIGTERM), the Job is
+		// gone: FAILED, so that max_retries runs the trial again.
+		CancelOutside: func(t *testing.T, ref engines.Ref) {
+			if err := f.DeleteJob(t.Context(), jobOf(t, ref)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		OutsideCancel:       trial.FAILED,
+		OutsideCancelReason: "deleted",
+		TimeLimit:           map[string]any{"active_deadline_seconds": 3},
+		TimeLimitWait:       2 * time.Minute,
+	})
+}
+
+// kubeTrial is a one-trial experiment whose script is run.sh (the
+// enginetest layout: env.jsonc in dir, marker files there).
+func kubeTrial(t *testing.T, script string) string {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "env.jsonc", `{"name": "k", "class": "mlos_bench.environments.local.LocalEnv",
+		"config": {"const_args": {"marker_dir": "`+dir+`"}, "shell_env_params": ["trial_id", "marker_dir"],
+			"run": ["run.sh"], "read_results_file": "results.csv"}}`, 0o644)
+	write(t, dir, "run.sh", "#!/bin/sh\nset -e\necho \"$trial_id\" >> \"$marker_dir/started\"\n"+script+
+		"\nprintf 'metric,value\\nscore,%s\\n' \"$trial_id\" > results.csv\n", 0o755)
+	return dir
+}
+
+// runKubeTrial runs trial 1 of dir through an engine runner; started is
+// called (in a goroutine) once the trial's script has started.
+func runKubeTrial(t *testing.T, f *kubetest.Fixture, dir string, extra map[string]any, started func(job string)) (trial.Outcome, *[]string) {
+	t.Helper()
+	eng := newSuiteEngine(t, "bench.engines.KubernetesEngine", dir, merged(kubeEngineConfig(f), extra))
+	base := engines.Base{Args: []string{"--environment", "env.jsonc"}, Dir: dir, Owner: "k"}
+	r := engines.NewRunners(eng, engines.Common{}, base, nil)[0]
+	var mu sync.Mutex
+	var jobs []string
+	spec := schedulers.Spec{ExperimentID: "k", TrialID: 1, Params: map[string]string{}, Attach: func(_ context.Context, h schedulers.Handle) error {
+		mu.Lock()
+		defer mu.Unlock()
+		jobs = append(jobs, jobOf(t, engines.Ref(h.Ref)))
+		return nil
+	}}
+	if started != nil {
+		go func() {
+			deadline := time.Now().Add(2 * time.Minute)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				var last string
+				if len(jobs) > 0 {
+					last = jobs[len(jobs)-1]
+				}
+				mu.Unlock()
+				if b, _ := os.ReadFile(filepath.Join(dir, "started")); len(b) > 0 && last != "" {
+					started(last)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+	}
+	return r.Run(t.Context(), spec), &jobs
+}
+
+// TestKubernetesEvictionRetried: a running trial's pod is evicted through
+// the Eviction API: the pod gets the DisruptionTarget condition, the
+// Job's podFailurePolicy ignores its failure, a new pod runs the trial to
+// the end: SUCCEEDED, one Job, two pods, the script started twice.
+func TestKubernetesEvictionRetried(t *testing.T) {
+	f := kubeFixture(t)
+	dir := kubeTrial(t, `[ -e "$marker_dir/evicted" ] || { touch "$marker_dir/evicted"; sleep 60; }`)
+	out, jobs := runKubeTrial(t, f, dir, nil, func(job string) {
+		for i := 0; i < 200; i++ {
+			if pods := f.Cluster.Pods(job); len(pods) > 0 {
+				if err := f.Evict(context.Background(), pods[0]); err != nil {
+					t.Errorf("evicting %s: %v", pods[0], err)
+				}
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("no running pod of %s to evict", job)
+	})
+	if out.Status != trial.SUCCEEDED || out.Results["score"] != 1.0 {
+		t.Fatalf("outcome %s %v (%s), want SUCCEEDED after the eviction", out.Status, out.Results, out.FailureReason)
+	}
+	if len(*jobs) != 1 {
+		t.Errorf("%d Jobs submitted, want 1 (the eviction is retried by the Job)", len(*jobs))
+	}
+	if n := f.Cluster.PodsCreated((*jobs)[0]); n != 2 {
+		t.Errorf("%d pods created, want 2", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "started")); strings.Count(string(b), "1\n") != 2 {
+		t.Errorf("the script started %q, want twice", b)
+	}
+}
+
+// TestKubernetesFailures: OOMKilled is FAILED with the reason; an image
+// that cannot be pulled is FAILED at once with the kubelet's message, and
+// its Job is deleted.
+func TestKubernetesFailures(t *testing.T) {
+	f := kubeFixture(t)
+	t.Run("OOMKilled", func(t *testing.T) {
+		dir := kubeTrial(t, `head -c 400000000 /dev/zero | tail > /dev/null`)
+		out, _ := runKubeTrial(t, f, dir, map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "200Mi"}}}, nil)
+		if out.Status != trial.FAILED || !strings.Contains(out.FailureReason, "OOMKilled") {
+			t.Errorf("outcome %s %q, want FAILED with OOMKilled", out.Status, out.FailureReason)
+		}
+	})
+	t.Run("ImagePull", func(t *testing.T) {
+		dir := kubeTrial(t, ``)
+		start := time.Now()
+		out, jobs := runKubeTrial(t, f, dir, map[string]any{"image": "bench-test.invalid/missing:1"}, nil)
+		if out.Status != trial.FAILED || !strings.Contains(out.FailureReason, "ErrImagePull") || !strings.Contains(out.FailureReason, "not found") {
+			t.Errorf("outcome %s %q, want FAILED with the image pull error", out.Status, out.FailureReason)
+		}
+		if d := time.Since(start); d > time.Minute {
+			t.Errorf("the image pull error took %s to fail the trial", d)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			names, err := f.Jobs(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !contains(names, (*jobs)[0]) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the Job %s that cannot pull its image is still there", (*jobs)[0])
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// kubeEngineFile writes engine.jsonc for a fixture.
+func kubeEngineFile(t *testing.T, dir string, f *kubetest.Fixture, maxJobs int, extra string) {
+	write(t, dir, "engine.jsonc", fmt.Sprintf(`{"class": "bench.engines.KubernetesEngine",
+		"config": {"kubeconfig": %q, "namespace": %q, "image": "bench:test", "service_account": %q, "bench": "bench",
+			"max_jobs": %d, "poll_interval": "100ms"%s}}`, f.EngineKubeconfig, f.Namespace, kubetest.TrialServiceAccount, maxJobs, extra), 0o644)
+}
+
+// TestKubernetesKillAndReattach: bench run's trials are Kubernetes Jobs;
+// bench is SIGKILLed while three Jobs run and started again with the same
+// command: it re-attaches to the running Jobs, no Job is created twice,
+// every trial's script ran once and every trial is stored once,
+// SUCCEEDED. At the end bench deletes its Jobs (cleanup "end").
+func TestKubernetesKillAndReattach(t *testing.T) {
+	const n = 7
+	f := kubeFixture(t)
+	dir := chaosExperiment(t, n, "2")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubeEngineFile(t, dir, f, 3, "")
+	tmp := t.TempDir()
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
+		"--experiment_id", "KR", "--no-progress", "--no-canary"}
+	cmd := startBench(t, dir, tmp, "bench", args...)
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(startedCounts(t, dir)) < 3 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
+			t.Fatalf("trials did not start\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	before, err := f.Jobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 3 {
+		t.Errorf("%d Jobs before the kill, want 3 (max_jobs): %v", len(before), before)
+	}
+	r := runBench(t, dir, append(args, "--log_level", "INFO")...)
+	if r.code != 0 {
+		log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
+		t.Fatalf("restarted bench: exit %d\n%s%s\nfirst run:\n%s", r.code, r.stdout, r.stderr, log)
+	}
+	if got := strings.Count(r.stderr, "re-attaching"); got != 3 {
+		t.Errorf("the restarted bench re-attached to %d jobs, want 3:\n%s", got, r.stderr)
+	}
+	rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "KR")
+	if len(rows) != n {
+		t.Fatalf("%d trials stored, want %d", len(rows), n)
+	}
+	for id, st := range rows {
+		if st != "SUCCEEDED" {
+			t.Errorf("trial %d: %s", id, st)
+		}
+	}
+	for id, runs := range startedCounts(t, dir) {
+		if runs != 1 {
+			t.Errorf("trial %s ran %d times", id, runs)
+		}
+	}
+	jobs := engineJobs(t, dir, "KR")
+	for id, job := range jobs {
+		if job != "kubernetes/1" {
+			t.Errorf("trial %d: engine job %s, want kubernetes/1 (submitted once)", id, job)
+		}
+	}
+	// One Job per trial that ran, each with one pod; the restarted
+	// bench deleted the Jobs it read outcomes of (the first bench was
+	// killed before it could).
+	for _, j := range before {
+		if c := f.Cluster.PodsCreated(j); c != 1 {
+			t.Errorf("Job %s: %d pods, want 1", j, c)
+		}
+	}
+	left, _ := f.Jobs(t.Context())
+	if len(left) != 0 {
+		t.Errorf("Jobs left after the experiment: %v", left)
+	}
+}
