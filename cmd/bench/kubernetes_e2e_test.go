@@ -118,9 +118,12 @@ func runKubeTrial(t *testing.T, f *kubetest.Fixture, dir string, extra map[strin
 }
 
 // TestKubernetesEvictionRetried: a running trial's pod is evicted through
-// the Eviction API: the pod gets the DisruptionTarget condition, the
-// Job's podFailurePolicy ignores its failure, a new pod runs the trial to
-// the end: SUCCEEDED, one Job, two pods, the script started twice.
+// the Eviction API (the API server gives it the DisruptionTarget
+// condition and deletes it; the played kubelet stops bench exec-trial
+// with SIGTERM, which writes an outcome that says so and exits 0, so the
+// pod Succeeded): the engine sees an interrupted outcome of a disrupted
+// pod and has the trial submitted again with the same request: SUCCEEDED,
+// two Jobs of one pod each, the script started twice.
 func TestKubernetesEvictionRetried(t *testing.T) {
 	f := kubeFixture(t)
 	dir := kubeTrial(t, `[ -e "$marker_dir/evicted" ] || { touch "$marker_dir/evicted"; sleep 60; }`)
@@ -139,11 +142,13 @@ func TestKubernetesEvictionRetried(t *testing.T) {
 	if out.Status != trial.SUCCEEDED || out.Results["score"] != 1.0 {
 		t.Fatalf("outcome %s %v (%s), want SUCCEEDED after the eviction", out.Status, out.Results, out.FailureReason)
 	}
-	if len(*jobs) != 1 {
-		t.Errorf("%d Jobs submitted, want 1 (the eviction is retried by the Job)", len(*jobs))
+	if len(*jobs) != 2 || (*jobs)[0] == (*jobs)[1] {
+		t.Fatalf("Jobs submitted: %v, want 2 (the evicted one, then the relaunch)", *jobs)
 	}
-	if n := f.Cluster.PodsCreated((*jobs)[0]); n != 2 {
-		t.Errorf("%d pods created, want 2", n)
+	for _, j := range *jobs {
+		if n := f.Cluster.PodsCreated(j); n != 1 {
+			t.Errorf("Job %s: %d pods created, want 1", j, n)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "started")); strings.Count(string(b), "1\n") != 2 {
 		t.Errorf("the script started %q, want twice", b)

@@ -345,8 +345,9 @@ type Engine struct {
 	startOnce    sync.Once
 
 	mu       sync.Mutex
-	fetched  map[string]bool // Jobs whose outcome was read (cleanup "end")
-	aborting map[string]bool // Jobs bench deleted because they cannot run
+	fetched  map[string]bool   // Jobs whose outcome was read (cleanup "end")
+	outcomes map[string][]byte // outcome ConfigMaps read by Poll, for Fetch
+	aborting map[string]bool   // Jobs bench deleted because they cannot run
 	closed   bool
 }
 
@@ -371,7 +372,7 @@ func newEngine(_ context.Context, p engines.Params) (*Engine, error) {
 	}
 	e := &Engine{cfg: c, bench: p.Common.Bench, workdir: p.Common.WorkDir, experimentID: p.ExperimentID,
 		slots: max(p.Slots, 1), log: slog.Default(), globals: p.Globals,
-		fetched: map[string]bool{}, aborting: map[string]bool{}}
+		fetched: map[string]bool{}, outcomes: map[string][]byte{}, aborting: map[string]bool{}}
 	if e.bench == "" || isDriverExe(e.bench) {
 		// Common.Defaults fills in this binary's path, which means
 		// nothing in a container: there it is bench on the image's PATH.
@@ -753,6 +754,24 @@ func (e *Engine) Poll(ctx context.Context, rr engines.Ref) (engines.State, error
 		v.job, v.pods = nil, nil
 	}
 	st := stateOf(v, r.Index, e.maxDisruptions())
+	if st.Phase == engines.Done && r.Index == nil {
+		// bench exec-trial ends with status 0 when a signal stopped it
+		// (it wrote an outcome that says so), so its pod Succeeded and
+		// the Job completed: the pod was evicted or preempted, or
+		// deleted. Evicted: submit the trial again; deleted: FAILED.
+		pod, out, err := e.outcome(ctx, r, v, st)
+		if err != nil {
+			return engines.State{}, err
+		}
+		if sig := engines.Interrupted(out); sig != "" {
+			if c := kubeapi.FindCondition(pod.Status.Conditions, "DisruptionTarget"); c != nil {
+				return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("pod %s was %s (bench exec-trial got %s); submitting the trial again",
+					pod.Metadata.Name, disruptionWord(c), sig)}, nil
+			}
+			st.Phase = engines.Failed
+			st.Reason = fmt.Sprintf("pod %s was stopped (bench exec-trial got %s) before the trial ended: deleted by someone?", pod.Metadata.Name, sig)
+		}
+	}
 	if st.Phase == engines.Failed && v.job != nil && !jobFinished(v.job) {
 		// Cannot run (image, config) or disrupted too often: stop it.
 		e.abort(r.Job)
@@ -815,6 +834,53 @@ func (e *Engine) Ended(rr engines.Ref) <-chan struct{} {
 	return out
 }
 
+// outcome finds the pod whose outcome counts and reads its outcome
+// ConfigMap (nil when there is none). An outcome once read is kept.
+func (e *Engine) outcome(ctx context.Context, r ref, v view, st engines.State) (*kubeapi.Pod, []byte, error) {
+	pod := lastPod(v.pods, r.Index)
+	if (pod == nil || (st.Phase == engines.Done && pod.Status.Phase != "Succeeded")) && v.job != nil {
+		// The Jobs' watch can be ahead of the pods' (a pod that ran
+		// quickly): read the Job's pods.
+		var l kubeapi.List[kubeapi.Pod]
+		q := url.Values{"labelSelector": {jobNameLabel + "=" + r.Job}}
+		if err := e.c.Do(ctx, http.MethodGet, e.podsPath(), q, nil, &l); err == nil {
+			ps := make([]*kubeapi.Pod, len(l.Items))
+			for i := range l.Items {
+				ps[i] = &l.Items[i]
+			}
+			if p := lastPod(ps, r.Index); p != nil {
+				pod = p
+			}
+		}
+	}
+	if pod == nil || r.Index != nil {
+		return pod, nil, nil
+	}
+	name := pod.Metadata.Name + "-outcome"
+	e.mu.Lock()
+	b, ok := e.outcomes[name]
+	e.mu.Unlock()
+	if ok {
+		return pod, b, nil
+	}
+	var cm kubeapi.ConfigMap
+	err := e.c.Do(ctx, http.MethodGet, e.cmPath()+"/"+name, nil, nil, &cm)
+	switch {
+	case kubeapi.IsNotFound(err):
+		return pod, nil, nil
+	case err != nil:
+		return pod, nil, fmt.Errorf("kubernetes: reading the outcome of Job %s: %w", r.Job, err)
+	}
+	o, ok := cm.Data[OutcomeKey]
+	if !ok {
+		return pod, nil, nil
+	}
+	e.mu.Lock()
+	e.outcomes[name] = []byte(o)
+	e.mu.Unlock()
+	return pod, []byte(o), nil
+}
+
 // Fetch reads the outcome ConfigMap of the Job's last pod, and, when the
 // Job did not succeed, the tail of that pod's log (from the API).
 func (e *Engine) Fetch(ctx context.Context, rr engines.Ref) (engines.Result, error) {
@@ -823,24 +889,17 @@ func (e *Engine) Fetch(ctx context.Context, rr engines.Ref) (engines.Result, err
 		return engines.Result{}, err
 	}
 	v, _ := e.inf.get(r.Job)
-	pod := lastPod(v.pods, r.Index)
-	var res engines.Result
 	st := stateOf(v, r.Index, e.maxDisruptions())
-	if pod != nil && r.Index == nil {
-		var cm kubeapi.ConfigMap
-		err := e.c.Do(ctx, http.MethodGet, e.cmPath()+"/"+pod.Metadata.Name+"-outcome", nil, nil, &cm)
-		switch {
-		case kubeapi.IsNotFound(err):
-		case err != nil:
-			return engines.Result{}, fmt.Errorf("kubernetes: reading the outcome of Job %s: %w", r.Job, err)
-		default:
-			if o, ok := cm.Data[OutcomeKey]; ok {
-				res.Outcome = []byte(o)
-			}
-		}
+	pod, out, err := e.outcome(ctx, r, v, st)
+	if err != nil {
+		return engines.Result{}, err
 	}
+	res := engines.Result{Outcome: out}
 	e.mu.Lock()
 	e.fetched[r.Job] = true
+	if pod != nil {
+		delete(e.outcomes, pod.Metadata.Name+"-outcome")
+	}
 	e.mu.Unlock()
 	if st.Phase != engines.Done || res.Outcome == nil {
 		res.Log = e.jobLog(ctx, r.Job, v, pod)

@@ -216,3 +216,14 @@ func endTime(j *kubeapi.Job, c *kubeapi.Condition) time.Time {
 	}
 	return time.Time{}
 }
+
+// disruptionWord says how a pod was disrupted.
+func disruptionWord(c *kubeapi.Condition) string {
+	switch c.Reason {
+	case "PreemptionByScheduler", "PreemptionByKubeScheduler":
+		return "preempted (" + c.Reason + ")"
+	case "EvictionByEvictionAPI", "TerminationByKubelet", "DeletionByTaintManager", "DeletionByPodGC":
+		return "evicted (" + c.Reason + ")"
+	}
+	return "disrupted (" + joinNonEmpty(": ", c.Reason, c.Message) + ")"
+}

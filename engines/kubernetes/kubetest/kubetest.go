@@ -792,8 +792,13 @@ func (cl *Cluster) runPod(pod *kubeapi.Pod, pr *podRun) {
 					return
 				case <-time.After(20 * time.Millisecond):
 				}
-				if groupRSS(cmd.Process.Pid) > limit {
+				if rss, pids := treeRSS(cmd.Process.Pid); rss > limit {
+					// The container's whole cgroup is killed
+					// (memory.oom.group, as the kubelet sets it).
 					close(oom)
+					for _, p := range pids {
+						_ = syscall.Kill(p, syscall.SIGKILL)
+					}
 					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 					return
 				}
@@ -1034,22 +1039,46 @@ func parseBytes(q string) int64 {
 	return int64(f)
 }
 
-// groupRSS sums the resident memory of the processes of a process group.
-func groupRSS(pgid int) int64 {
+// treeRSS sums the resident memory of a process and its descendants (a
+// container's processes: the trial's scripts run in process groups of
+// their own).
+func treeRSS(root int) (int64, []int) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, nil
 	}
-	var sum int64
+	parent := map[int]int{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/statm")
+		// pid (comm) state ppid ...: comm may hold spaces.
+		rest := string(b)
+		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) > 1 {
+			parent[pid], _ = strconv.Atoi(f[1])
+		}
+	}
+	var sum int64
+	var pids []int
+	for pid := range parent {
+		for p, n := pid, 0; p > 1 && n < 64; p, n = parent[p], n+1 {
+			if p == root {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 		if err != nil {
 			continue
 		}
@@ -1059,7 +1088,7 @@ func groupRSS(pgid int) int64 {
 			sum += n * int64(os.Getpagesize())
 		}
 	}
-	return sum
+	return sum, pids
 }
 
 // Evict evicts a pod through the Eviction API (as a node drain or the
