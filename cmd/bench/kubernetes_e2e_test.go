@@ -287,3 +287,78 @@ func TestKubernetesKillAndReattach(t *testing.T) {
 		t.Errorf("Jobs left after the experiment: %v", left)
 	}
 }
+
+// TestKubernetesLogTail: a trial whose container fails without an
+// outcome (bench exec-trial cannot read its request) is FAILED with the
+// tail of the pod's log, read through the API server's pods/log (proxied
+// to the played kubelet).
+func TestKubernetesLogTail(t *testing.T) {
+	f := kubeFixture(t)
+	dir := kubeTrial(t, ``)
+	// A bench that is not there: the container's command fails.
+	out, _ := runKubeTrial(t, f, dir, map[string]any{"bench": "/nonexistent/bench"}, nil)
+	if out.Status != trial.FAILED || !strings.Contains(out.FailureReason, "log (last") {
+		t.Errorf("outcome %s %q, want FAILED with the pod's log", out.Status, out.FailureReason)
+	}
+	if len(out.Output) == 0 || !strings.Contains(out.Output[len(out.Output)-1].Stdout, "/nonexistent/bench") {
+		t.Errorf("the job's output does not show the pod's log: %+v", out.Output)
+	}
+}
+
+// TestKubernetesThroughput measures (BENCH_MEASURE_KUBE=1; skipped
+// otherwise: it takes about a minute) 64 trials of 2 s through the
+// Kubernetes engine with kubetest's played kubelet against the local
+// engine, in the same run, 8 at once each, and the driver's API requests
+// per trial (from the engine's "API use" log line at the end).
+func TestKubernetesThroughput(t *testing.T) {
+	if os.Getenv("BENCH_MEASURE_KUBE") != "1" {
+		t.Skip("set BENCH_MEASURE_KUBE=1 to measure")
+	}
+	const n, slots = 64, 8
+	f := kubeFixture(t)
+	run := func(name, engine string) (time.Duration, string, int) {
+		dir := chaosExperiment(t, n, "2")
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if engine == "" {
+			kubeEngineFile(t, dir, f, slots, "")
+		} else {
+			write(t, dir, "engine.jsonc", engine, 0o644)
+		}
+		start := time.Now()
+		r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
+			"--experiment_id", "TP", "--no-progress", "--no-canary", "--log_level", "INFO")
+		d := time.Since(start)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d\n%s", name, r.code, r.stderr)
+		}
+		ran := len(engineJobs(t, dir, "TP"))
+		return d, r.stderr, ran
+	}
+	local, _, ranL := run("local", fmt.Sprintf(`{"class": "bench.engines.LocalEngine", "config": {"max_jobs": %d, "poll_interval": "100ms"}}`, slots))
+	kube, log, ranK := run("kubernetes", "")
+	var req, watches, created int
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "kubernetes engine: API use") {
+			for _, kv := range strings.Fields(l) {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "requests":
+					fmt.Sscan(v, &req)
+				case "watches":
+					fmt.Sscan(v, &watches)
+				case "jobs_created":
+					fmt.Sscan(v, &created)
+				}
+			}
+		}
+	}
+	t.Logf("%d trials of 2 s, %d at once: local engine %s (%d ran), kubernetes engine with kubetest's kubelet %s (%d ran): ratio %.2f",
+		n, slots, local.Round(10*time.Millisecond), ranL, kube.Round(10*time.Millisecond), ranK, kube.Seconds()/local.Seconds())
+	if created > 0 {
+		t.Logf("driver API requests: %d for %d Jobs (%.2f per trial, cleanup included), %d watches opened", req, created, float64(req)/float64(created), watches)
+	} else {
+		t.Errorf("no API use line in bench's log:\n%s", log)
+	}
+}

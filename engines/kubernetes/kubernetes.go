@@ -349,6 +349,8 @@ type Engine struct {
 	outcomes map[string][]byte // outcome ConfigMaps read by Poll, for Fetch
 	aborting map[string]bool   // Jobs bench deleted because they cannot run
 	closed   bool
+	created  int             // Jobs this engine created
+	unowned  map[string]bool // request ConfigMaps its Job could not be made the owner of
 }
 
 var (
@@ -372,7 +374,7 @@ func newEngine(_ context.Context, p engines.Params) (*Engine, error) {
 	}
 	e := &Engine{cfg: c, bench: p.Common.Bench, workdir: p.Common.WorkDir, experimentID: p.ExperimentID,
 		slots: max(p.Slots, 1), log: slog.Default(), globals: p.Globals,
-		fetched: map[string]bool{}, outcomes: map[string][]byte{}, aborting: map[string]bool{}}
+		fetched: map[string]bool{}, outcomes: map[string][]byte{}, unowned: map[string]bool{}, aborting: map[string]bool{}}
 	if e.bench == "" || isDriverExe(e.bench) {
 		// Common.Defaults fills in this binary's path, which means
 		// nothing in a container: there it is bench on the image's PATH.
@@ -709,12 +711,18 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		return e.refOf(&created), nil
 	}
 	e.inf.add(&created)
+	e.mu.Lock()
+	e.created++
+	e.mu.Unlock()
 	// The Job owns its request: both go away together (TTL, delete).
 	yes := true
 	patch := map[string]any{"metadata": map[string]any{"ownerReferences": []kubeapi.OwnerReference{{APIVersion: "batch/v1", Kind: "Job",
 		Name: name, UID: created.Metadata.UID, BlockOwnerDeletion: &yes}}}}
 	if err := e.c.DoType(ctx, http.MethodPatch, e.cmPath()+"/"+name, nil, patch, "application/merge-patch+json", nil); err != nil {
 		e.log.Warn("kubernetes: could not make the Job the owner of its request ConfigMap (bench deletes it at the end)", "job", name, "err", err)
+		e.mu.Lock()
+		e.unowned[name] = true
+		e.mu.Unlock()
 	}
 	return e.refOf(&created), nil
 }
@@ -986,7 +994,7 @@ func (e *Engine) Close() error {
 	if e.inf != nil {
 		e.inf.stop()
 	}
-	if len(names) == 0 || e.c == nil {
+	if e.c == nil {
 		return nil
 	}
 	sort.Strings(names)
@@ -997,9 +1005,19 @@ func (e *Engine) Close() error {
 		if err := e.deleteJob(ctx, n); err != nil {
 			errs = append(errs, err)
 		}
-		// (Also when the Job could not own it.)
-		e.deleteCM(ctx, n)
+		e.mu.Lock()
+		unowned := e.unowned[n]
+		e.mu.Unlock()
+		if unowned {
+			// (Owned by its Job, it goes with it.)
+			e.deleteCM(ctx, n)
+		}
 	}
+	e.mu.Lock()
+	created := e.created
+	e.mu.Unlock()
+	req, w := e.Calls()
+	e.log.Info("kubernetes engine: API use", "namespace", e.ns, "jobs_created", created, "jobs_deleted", len(names), "requests", req, "watches", w)
 	return errors.Join(errs...)
 }
 

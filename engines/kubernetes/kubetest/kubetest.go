@@ -31,7 +31,10 @@
 //     memory limit (SIGKILL, reason OOMKilled);
 //   - the garbage collector and TTL controller: dependents (pods,
 //     ConfigMaps) whose owners are gone are deleted, and finished Jobs
-//     past ttlSecondsAfterFinished.
+//     past ttlSecondsAfterFinished;
+//   - the node: one Node object whose kubelet endpoint is a TLS server in
+//     the test that serves each pod's output, so the pods/log API (the API
+//     server proxies it to the kubelet) answers with the real output.
 package kubetest
 
 import (
@@ -42,7 +45,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -142,9 +147,24 @@ func Start(t testing.TB, opt Options) *Fixture {
 		opt.LogDir = t.TempDir()
 	}
 	cl := newCluster(admin, ns, opt, rc, t.TempDir())
+	// The played kubelet's node: the API server reaches its log endpoint
+	// (pods/log) at the node's InternalIP and kubelet port.
+	logs := httptest.NewTLSServer(http.HandlerFunc(cl.serveLog))
+	port := logs.Listener.Addr().(*net.TCPAddr).Port
+	cl.node = "bench-test-node-" + ns
+	must(http.MethodPost, "/api/v1/nodes", `{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "`+cl.node+`"}}`)
+	status := map[string]any{"status": map[string]any{
+		"addresses":       []any{map[string]any{"type": "InternalIP", "address": "127.0.0.1"}},
+		"daemonEndpoints": map[string]any{"kubeletEndpoint": map[string]any{"Port": port}},
+		"conditions":      []any{map[string]any{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "played by kubetest"}}}}
+	if err := admin.DoType(ctx, http.MethodPatch, "/api/v1/nodes/"+cl.node+"/status", nil, status, "application/merge-patch+json", nil); err != nil {
+		t.Fatalf("node status: %v", err)
+	}
 	cl.start()
 	t.Cleanup(func() {
 		cl.stop()
+		logs.Close()
+		_ = admin.Do(context.Background(), http.MethodDelete, "/api/v1/nodes/"+cl.node, nil, nil, nil)
 		_ = admin.Do(context.Background(), http.MethodDelete, "/api/v1/namespaces/"+ns, nil, nil, nil)
 	})
 	return &Fixture{Namespace: ns, AdminKubeconfig: adminKC, EngineKubeconfig: engineKC, Admin: admin, Cluster: cl}
@@ -161,6 +181,7 @@ func randHex(n int) string {
 type Cluster struct {
 	c       *kubeapi.Client
 	ns      string
+	node    string
 	opt     Options
 	rc      *kubeapi.Config
 	tmp     string
@@ -619,7 +640,7 @@ func (cl *Cluster) createPod(ctx context.Context, j *rawJob, index int) {
 			}
 		}
 	}
-	ps["nodeName"] = "bench-test-node"
+	ps["nodeName"] = cl.node
 	yes := true
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"generateName": gen, "labels": labels, "annotations": ann,
@@ -1089,6 +1110,30 @@ func treeRSS(root int) (int64, []int) {
 		}
 	}
 	return sum, pids
+}
+
+// serveLog plays the kubelet's log endpoint:
+// GET /containerLogs/NAMESPACE/POD/CONTAINER?tailLines=N.
+func (cl *Cluster) serveLog(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
+	if len(parts) != 3 || parts[0] != cl.ns || strings.Contains(parts[1], "..") {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(cl.opt.LogDir, parts[1]+".log"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n, err := strconv.Atoi(r.URL.Query().Get("tailLines")); err == nil && n >= 0 && n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte(strings.Join(lines, "")))
 }
 
 // Evict evicts a pod through the Eviction API (as a node drain or the
