@@ -275,7 +275,7 @@ func LoadKubeconfig(paths []string, contextName string) (*Config, error) {
 			cert, err := tls.X509KeyPair(certPEM, keyPEM)
 			if err != nil {
 				// (The error names no key material.)
-				return nil, fmt.Errorf("%s: user %s: Client certificate and key: %w", cfg.Source, u.Name, err)
+				return nil, fmt.Errorf("%s: user %s: client certificate and key: %w", cfg.Source, u.Name, err)
 			}
 			cfg.TLS.Certificates = []tls.Certificate{cert}
 		}
@@ -347,7 +347,7 @@ func (e *execConfig) get(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("exec credential plugin %s: its output is not an ExecCredential: %w", e.Command, err)
 	}
 	if cred.Status.Token == "" {
-		return "", fmt.Errorf("exec credential plugin %s gave no token (Client certificates from plugins are not supported)", e.Command)
+		return "", fmt.Errorf("exec credential plugin %s gave no token (client certificates from plugins are not supported)", e.Command)
 	}
 	e.token, e.expires = cred.Status.Token, cred.Status.ExpirationTimestamp
 	return e.token, nil
@@ -529,3 +529,6 @@ func (c *Client) Watch(ctx context.Context, path string, q url.Values, fn func(W
 		}
 	}
 }
+
+// Cfg returns the client's config.
+func (c *Client) Cfg() *Config { return c.cfg }
