@@ -362,3 +362,55 @@ func TestKubernetesThroughput(t *testing.T) {
 		t.Errorf("no API use line in bench's log:\n%s", log)
 	}
 }
+
+// TestKubernetesPilots: SubmitPilots (bench pilots) makes one Indexed Job
+// whose pods each run the command (one per completion index); every
+// index ends Done.
+func TestKubernetesPilots(t *testing.T) {
+	f := kubeFixture(t)
+	dir := t.TempDir()
+	eng := newSuiteEngine(t, "bench.engines.KubernetesEngine", dir, kubeEngineConfig(f))
+	ps := eng.(engines.PilotSubmitter)
+	refs, err := ps.SubmitPilots(t.Context(), "bench-pilot-exp", []string{"bench", "--help"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 3 {
+		t.Fatalf("%d refs, want 3", len(refs))
+	}
+	job := jobOf(t, refs[0])
+	for i, r := range refs {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			st, err := eng.Poll(t.Context(), r)
+			if err == nil && st.Phase.Final() {
+				if st.Phase != engines.Done {
+					t.Errorf("pilot %d: %s %s", i, st.Phase, st.Reason)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pilot %d not done: %+v %v", i, st, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if n := f.Cluster.PodsCreated(job); n != 3 {
+		t.Errorf("%d pods for the Indexed Job, want 3", n)
+	}
+	var j struct {
+		Spec struct {
+			CompletionMode string `json:"completionMode"`
+			Completions    int    `json:"completions"`
+		} `json:"spec"`
+		Status struct {
+			Conditions []struct{ Type string } `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := f.Object(t.Context(), "/apis/batch/v1/namespaces/"+f.Namespace+"/jobs/"+job, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.CompletionMode != "Indexed" || j.Spec.Completions != 3 {
+		t.Errorf("pilots' Job spec: %+v", j.Spec)
+	}
+}

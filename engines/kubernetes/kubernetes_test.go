@@ -13,9 +13,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/engines/kubernetes/kubeapi"
 	"github.com/benchtune/bench/engines/kubernetes/kubetest"
+	"github.com/benchtune/bench/schemas"
 )
 
 // writeKubeconfig writes a kubeconfig with one token user.
@@ -324,5 +327,35 @@ func TestJobSpec(t *testing.T) {
 	req2 := (&engines.Request{ExperimentID: "spec", TrialID: 4, Params: map[string]string{}, Dir: "/d"}).Encode()
 	if _, err := eng.Submit(t.Context(), engines.Job{Name: "y", Request: req2}); err == nil || !strings.Contains(err.Error(), `no tunable or global "mem_mib"`) {
 		t.Errorf("missing trial resource: %v", err)
+	}
+}
+
+func TestExampleConfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, t.TempDir(), "https://127.0.0.1:1", "    token: abc"))
+	p := filepath.Join("..", "..", "configs", "examples", "engines", "kubernetes.jsonc")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := source.Parse(p, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemas.Validate(schemas.Engine, doc); err != nil {
+		t.Fatal(err)
+	}
+	m, err := configs.Object(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := m["config"].(map[string]any)
+	eng, err := engines.New(t.Context(), engines.Spec{Class: m["class"].(string), Config: cfg}, engines.Params{Slots: 2, ExperimentID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	e := eng.(*Engine)
+	if e.Slots() != 16 || e.bench != "bench" || e.ns != "bench" || *e.cfg.ActiveDeadlineSeconds != 3600 || len(e.cfg.TrialResources) != 2 {
+		t.Errorf("engine from the example: slots %d, bench %q, namespace %q, config %+v", e.Slots(), e.bench, e.ns, e.cfg)
 	}
 }

@@ -191,7 +191,6 @@ type Cluster struct {
 	kick    chan struct{}
 	mu      sync.Mutex
 	pods    map[string]*podRun // by pod name
-	created map[string]int     // pods created per Job UID
 	// PodsCreated counts the pods the played controller created, per Job
 	// name.
 	podsCreated map[string]int
@@ -214,7 +213,7 @@ type podRun struct {
 func newCluster(c *kubeapi.Client, ns string, opt Options, rc *kubeapi.Config, tmp string) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cluster{c: c, ns: ns, opt: opt, rc: rc, tmp: tmp, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
-		pods: map[string]*podRun{}, created: map[string]int{}, podsCreated: map[string]int{}}
+		pods: map[string]*podRun{}, podsCreated: map[string]int{}}
 }
 
 // PodsCreated returns how many pods the played Job controller created for
