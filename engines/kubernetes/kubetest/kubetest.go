@@ -179,18 +179,18 @@ func randHex(n int) string {
 // Cluster is the played Job controller, kubelet, garbage collector and
 // TTL controller of one namespace.
 type Cluster struct {
-	c       *kubeapi.Client
-	ns      string
-	node    string
-	opt     Options
-	rc      *kubeapi.Config
-	tmp     string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	kick    chan struct{}
-	mu      sync.Mutex
-	pods    map[string]*podRun // by pod name
+	c      *kubeapi.Client
+	ns     string
+	node   string
+	opt    Options
+	rc     *kubeapi.Config
+	tmp    string
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{}
+	mu     sync.Mutex
+	pods   map[string]*podRun // by pod name
 	// PodsCreated counts the pods the played controller created, per Job
 	// name.
 	podsCreated map[string]int
