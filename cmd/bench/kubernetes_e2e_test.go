@@ -414,3 +414,36 @@ func TestKubernetesPilots(t *testing.T) {
 		t.Errorf("pilots' Job spec: %+v", j.Spec)
 	}
 }
+
+// TestKubernetesRealCluster runs one trial on a real cluster, opt-in:
+// BENCH_TEST_REAL_KUBECONFIG names the kubeconfig (its current context),
+// BENCH_TEST_REAL_KUBE_IMAGE an image with bench on its PATH; optional
+// BENCH_TEST_REAL_KUBE_NAMESPACE (default: the context's) and
+// BENCH_TEST_REAL_KUBE_SERVICE_ACCOUNT (one that may create ConfigMaps:
+// docs/engines-kubernetes.md). The trial is the built-in mock environment
+// (environments/mock/mock_env.jsonc, embedded in bench), so the image
+// needs nothing but bench. Skipped otherwise (never run by make test).
+func TestKubernetesRealCluster(t *testing.T) {
+	kc, image := os.Getenv("BENCH_TEST_REAL_KUBECONFIG"), os.Getenv("BENCH_TEST_REAL_KUBE_IMAGE")
+	if kc == "" || image == "" {
+		t.Skip("set BENCH_TEST_REAL_KUBECONFIG and BENCH_TEST_REAL_KUBE_IMAGE to run a trial on a real cluster")
+	}
+	cfg := map[string]any{"kubeconfig": kc, "image": image, "bench": "bench", "active_deadline_seconds": 600}
+	if ns := os.Getenv("BENCH_TEST_REAL_KUBE_NAMESPACE"); ns != "" {
+		cfg["namespace"] = ns
+	}
+	if sa := os.Getenv("BENCH_TEST_REAL_KUBE_SERVICE_ACCOUNT"); sa != "" {
+		cfg["service_account"] = sa
+	}
+	dir := t.TempDir()
+	eng := newSuiteEngine(t, "bench.engines.KubernetesEngine", dir, cfg)
+	base := engines.Base{Args: []string{"--environment", "environments/mock/mock_env.jsonc"}, Dir: dir, Owner: "real"}
+	r := engines.NewRunners(eng, engines.Common{}, base, nil)[0]
+	spec := schedulers.Spec{ExperimentID: "bench-real-" + fmt.Sprint(time.Now().Unix()), TrialID: 1, Params: map[string]string{}}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	out := r.Run(ctx, spec)
+	if out.Status != trial.SUCCEEDED || out.Results["score"] == nil {
+		t.Fatalf("outcome %s %v: %s", out.Status, out.Results, out.FailureReason)
+	}
+}
