@@ -282,6 +282,9 @@ func TestKubernetesKillAndReattach(t *testing.T) {
 			t.Errorf("Job %s: %d pods, want 1", j, c)
 		}
 	}
+	if seen := f.Cluster.JobsSeen(); len(seen) != len(jobs) {
+		t.Errorf("%d Jobs created in all, want %d (one per trial that ran): %v", len(seen), len(jobs), seen)
+	}
 	left, _ := f.Jobs(t.Context())
 	if len(left) != 0 {
 		t.Errorf("Jobs left after the experiment: %v", left)

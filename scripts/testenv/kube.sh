@@ -176,6 +176,7 @@ KC
 up() {
   [ -n "$dir" ] || die "usage: $0 up DIR"
   command -v openssl >/dev/null || die "openssl is needed for the test certificates"
+  command -v curl >/dev/null || die "curl is needed to probe the servers"
   build
   mkdir -p "$kdir"
   stop

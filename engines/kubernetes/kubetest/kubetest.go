@@ -194,6 +194,7 @@ type Cluster struct {
 	// PodsCreated counts the pods the played controller created, per Job
 	// name.
 	podsCreated map[string]int
+	jobsSeen    map[string]bool
 }
 
 // podRun is one pod the played kubelet runs.
@@ -213,7 +214,7 @@ type podRun struct {
 func newCluster(c *kubeapi.Client, ns string, opt Options, rc *kubeapi.Config, tmp string) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cluster{c: c, ns: ns, opt: opt, rc: rc, tmp: tmp, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
-		pods: map[string]*podRun{}, podsCreated: map[string]int{}}
+		pods: map[string]*podRun{}, podsCreated: map[string]int{}, jobsSeen: map[string]bool{}}
 }
 
 // PodsCreated returns how many pods the played Job controller created for
@@ -222,6 +223,19 @@ func (cl *Cluster) PodsCreated(job string) int {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	return cl.podsCreated[job]
+}
+
+// JobsSeen returns the names of every Job the played controller has seen
+// (Jobs deleted since included).
+func (cl *Cluster) JobsSeen() []string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := make([]string, 0, len(cl.jobsSeen))
+	for n := range cl.jobsSeen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Pods returns the names of the running pods of a Job.
@@ -328,6 +342,9 @@ func (cl *Cluster) reconcile() {
 			continue
 		}
 		live[j.Metadata.UID] = true
+		cl.mu.Lock()
+		cl.jobsSeen[j.Metadata.Name] = true
+		cl.mu.Unlock()
 		cl.reconcileJob(ctx, &j)
 	}
 	cl.collectGarbage(ctx, live)
