@@ -771,11 +771,21 @@ func (e *Engine) Poll(ctx context.Context, rr engines.Ref) (engines.State, error
 		if err != nil {
 			return engines.State{}, err
 		}
-		if sig := engines.Interrupted(out); sig != "" {
-			if c := kubeapi.FindCondition(pod.Status.Conditions, "DisruptionTarget"); c != nil {
-				return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("pod %s was %s (bench exec-trial got %s); submitting the trial again",
-					pod.Metadata.Name, disruptionWord(c), sig)}, nil
-			}
+		var disruption *kubeapi.Condition
+		if pod != nil {
+			disruption = kubeapi.FindCondition(pod.Status.Conditions, "DisruptionTarget")
+		}
+		sig := engines.Interrupted(out)
+		switch {
+		case sig != "" && disruption != nil:
+			return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("pod %s was %s (bench exec-trial got %s); submitting the trial again",
+				pod.Metadata.Name, disruptionWord(disruption), sig)}, nil
+		case out == nil && len(v.disrupted) > 0 && (pod == nil || disruption != nil):
+			// The evicted pod is gone already, and its outcome with it.
+			sort.Strings(v.disrupted)
+			return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("the Job's pod was evicted or preempted (%s) and is gone with its outcome; submitting the trial again",
+				strings.Join(v.disrupted, "; "))}, nil
+		case sig != "":
 			st.Phase = engines.Failed
 			st.Reason = fmt.Sprintf("pod %s was stopped (bench exec-trial got %s) before the trial ended: deleted by someone?", pod.Metadata.Name, sig)
 		}

@@ -99,10 +99,9 @@ type execConfig struct {
 	expires time.Time
 }
 
-// Paths of the in-cluster service account.
-const (
-	saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
-)
+// saDir is the in-cluster service account's folder (a variable for
+// tests).
+var saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // InCluster reports whether this process runs in a pod with a service
 // account token.

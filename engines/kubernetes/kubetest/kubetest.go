@@ -79,7 +79,7 @@ const TrialServiceAccount = "bench-trial"
 const EngineRole = `{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "bench-engine"},
  "rules": [
   {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "list", "watch", "delete"]},
-  {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+  {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
   {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
   {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "patch", "delete"]}]}`
 
