@@ -450,3 +450,65 @@ func TestKubernetesRealCluster(t *testing.T) {
 		t.Fatalf("outcome %s %v: %s", out.Status, out.Results, out.FailureReason)
 	}
 }
+
+// TestKubernetesKueueQueue: with queue_name the Job is created suspended
+// with Kueue's queue label; the trial waits (queued: no pod) until the
+// queue admits the Job (the test unsuspends it, as Kueue does), then runs
+// to SUCCEEDED.
+func TestKubernetesKueueQueue(t *testing.T) {
+	f := kubeFixture(t)
+	dir := kubeTrial(t, ``)
+	admitted := make(chan struct{})
+	var out trial.Outcome
+	var jobs *[]string
+	go func() {
+		defer close(admitted)
+		out, jobs = runKubeTrial(t, f, dir, map[string]any{"queue_name": "team-queue"}, nil)
+	}()
+	// Wait for the suspended Job.
+	deadline := time.Now().Add(time.Minute)
+	var name string
+	for name == "" {
+		names, err := f.Jobs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 1 {
+			name = names[0]
+		} else if time.Now().After(deadline) {
+			t.Fatal("no Job was created")
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var j struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Suspend *bool `json:"suspend"`
+		} `json:"spec"`
+	}
+	path := "/apis/batch/v1/namespaces/" + f.Namespace + "/jobs/" + name
+	if err := f.Object(t.Context(), path, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.Suspend == nil || !*j.Spec.Suspend || j.Metadata.Labels["kueue.x-k8s.io/queue-name"] != "team-queue" {
+		t.Fatalf("Job %s: suspend %v, labels %v; want suspended for queue team-queue", name, j.Spec.Suspend, j.Metadata.Labels)
+	}
+	if n := f.Cluster.PodsCreated(name); n != 0 {
+		t.Errorf("a suspended Job got %d pods", n)
+	}
+	// Admit it, as Kueue does.
+	if err := f.Admin.DoType(t.Context(), "PATCH", path, nil, map[string]any{"spec": map[string]any{"suspend": false}}, "application/merge-patch+json", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-admitted:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no outcome within 2 minutes of the admission")
+	}
+	if out.Status != trial.SUCCEEDED || len(*jobs) != 1 || (*jobs)[0] != name {
+		t.Errorf("outcome %s %q, jobs %v", out.Status, out.FailureReason, *jobs)
+	}
+}

@@ -73,6 +73,7 @@ const (
 	kindLabel       = "bench.io/kind" // "trial" or "pilots"
 	submitNameAnn   = "bench.io/submit-name"
 	indexAnn        = "batch.kubernetes.io/job-completion-index"
+	queueLabel      = "kueue.x-k8s.io/queue-name"
 )
 
 // Keys and environment variables of the far side.
@@ -172,6 +173,10 @@ type Config struct {
 	MaxDisruptions *int `json:"max_disruptions"`
 	// PriorityClassName of the pods.
 	PriorityClassName string `json:"priority_class_name"`
+	// QueueName hands the Jobs to a Kueue LocalQueue: they are created
+	// suspended with the label kueue.x-k8s.io/queue-name, and Kueue
+	// starts them when it admits them (a suspended Job is queued).
+	QueueName string `json:"queue_name"`
 }
 
 var (
@@ -289,6 +294,9 @@ func (c *Config) validate() error {
 	case "", "end", "ttl":
 	default:
 		return fmt.Errorf(`config key "cleanup": %q is not "end" (bench deletes its Jobs when the experiment ends) or "ttl" (ttl_seconds_after_finished)`, c.Cleanup)
+	}
+	if c.QueueName != "" && !labelValue.MatchString(c.QueueName) {
+		return fmt.Errorf(`config key "queue_name": %q is not a LocalQueue name`, c.QueueName)
 	}
 	if c.MaxDisruptions != nil && *c.MaxDisruptions < 0 {
 		return fmt.Errorf(`config key "max_disruptions": must be 0 or more, got %d`, *c.MaxDisruptions)
@@ -509,6 +517,9 @@ func (e *Engine) labels(kind string, extra map[string]string) map[string]string 
 	for k, v := range extra {
 		l[k] = v
 	}
+	if e.cfg.QueueName != "" {
+		l[queueLabel] = e.cfg.QueueName
+	}
 	l[managedLabel] = managedValue
 	l[experimentLabel] = e.expLabel
 	l[kindLabel] = kind
@@ -693,7 +704,7 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	zero := int32(0)
 	j := kubeapi.Job{APIVersion: "batch/v1", Kind: "Job",
 		Metadata: kubeapi.ObjectMeta{Name: name, Labels: labels, Annotations: e.annotations(map[string]string{submitNameAnn: engines.SubmitName(job)})},
-		Spec: kubeapi.JobSpec{BackoffLimit: &zero, ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(),
+		Spec: kubeapi.JobSpec{BackoffLimit: &zero, ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(), Suspend: e.suspend(),
 			PodFailurePolicy: failurePolicy(),
 			Template:         kubeapi.PodTemplate{Metadata: kubeapi.ObjectMeta{Labels: labels, Annotations: e.annotations(nil)}, Spec: e.podSpec(c)}}}
 	var created kubeapi.Job
@@ -725,6 +736,15 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		e.mu.Unlock()
 	}
 	return e.refOf(&created), nil
+}
+
+// suspend: Jobs for a Kueue queue are created suspended.
+func (e *Engine) suspend() *bool {
+	if e.cfg.QueueName == "" {
+		return nil
+	}
+	yes := true
+	return &yes
 }
 
 func (e *Engine) deadline() *int64 {
@@ -1063,7 +1083,7 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 	n := int32(count)
 	zero := int32(0)
 	j := kubeapi.Job{APIVersion: "batch/v1", Kind: "Job", Metadata: kubeapi.ObjectMeta{Name: jobName, Labels: labels, Annotations: e.annotations(nil)},
-		Spec: kubeapi.JobSpec{Completions: &n, Parallelism: &n, CompletionMode: "Indexed", BackoffLimitPerIndex: &zero,
+		Spec: kubeapi.JobSpec{Completions: &n, Parallelism: &n, CompletionMode: "Indexed", BackoffLimitPerIndex: &zero, Suspend: e.suspend(),
 			ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(), PodFailurePolicy: failurePolicy(),
 			Template: kubeapi.PodTemplate{Metadata: kubeapi.ObjectMeta{Labels: labels, Annotations: e.annotations(nil)},
 				Spec: e.podSpec(e.container(argv, nil, res))}}}
