@@ -512,3 +512,47 @@ func TestKubernetesKueueQueue(t *testing.T) {
 		t.Errorf("outcome %s %q, jobs %v", out.Status, out.FailureReason, *jobs)
 	}
 }
+
+// TestKubernetesSecretsAndTTL: a Secret reaches the trial's script by
+// reference (the Job holds its name and key, never its value), and with
+// cleanup "ttl" bench leaves the finished Job to ttlSecondsAfterFinished
+// (played by kubetest's TTL controller), which removes it and, through
+// the garbage collector, its request ConfigMap.
+func TestKubernetesSecretsAndTTL(t *testing.T) {
+	f := kubeFixture(t)
+	const secret = "s3cr3t-value-7781"
+	if err := f.Admin.Do(t.Context(), "POST", "/api/v1/namespaces/"+f.Namespace+"/secrets", nil,
+		map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db"}, "stringData": map[string]any{"password": secret}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := kubeTrial(t, `[ "$DB_PASSWORD" = "`+secret+`" ] && touch "$marker_dir/secret-seen"`)
+	out, jobs := runKubeTrial(t, f, dir, map[string]any{"cleanup": "ttl", "ttl_seconds_after_finished": 1,
+		"secret_env": []any{map[string]any{"name": "DB_PASSWORD", "secret": "db", "key": "password"}}}, nil)
+	if out.Status != trial.SUCCEEDED {
+		t.Fatalf("outcome %s %q", out.Status, out.FailureReason)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "secret-seen")); err != nil {
+		t.Errorf("the trial's script did not see the Secret's value in DB_PASSWORD")
+	}
+	var raw json.RawMessage
+	name := (*jobs)[0]
+	if err := f.Object(t.Context(), "/apis/batch/v1/namespaces/"+f.Namespace+"/jobs/"+name, &raw); err == nil && strings.Contains(string(raw), secret) {
+		t.Errorf("the Job holds the Secret's value")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		names, err := f.Jobs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm json.RawMessage
+		cmErr := f.Object(t.Context(), "/api/v1/namespaces/"+f.Namespace+"/configmaps/"+name, &cm)
+		if !contains(names, name) && cmErr != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Job %s or its request ConfigMap still there a minute after its TTL of 1 s (jobs %v, configmap err %v)", name, names, cmErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
