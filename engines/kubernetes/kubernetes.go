@@ -463,14 +463,17 @@ func (e *Engine) Calls() (requests, watches int64) {
 	return e.c.Calls.Load(), e.c.Watches.Load()
 }
 
-var nameBad = regexp.MustCompile(`[^a-z0-9-]+`)
+var (
+	nameBad  = regexp.MustCompile(`[^a-z0-9-]+`)
+	labelBad = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+)
 
 // labelSafe makes a label value of s (a hash replaces what does not fit).
 func labelSafe(s string) string {
 	if labelValue.MatchString(s) && len(s) <= 63 {
 		return s
 	}
-	v := strings.Trim(regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(s, "_"), "_.-")
+	v := strings.Trim(labelBad.ReplaceAllString(s, "_"), "_.-")
 	sum := sha256.Sum256([]byte(s))
 	h := hex.EncodeToString(sum[:4])
 	if len(v) > 54 {

@@ -359,3 +359,15 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("engine from the example: slots %d, bench %q, namespace %q, config %+v", e.Slots(), e.bench, e.ns, e.cfg)
 	}
 }
+
+func TestLabelSafe(t *testing.T) {
+	for _, s := range []string{"exp1", "My Experiment/2", strings.Repeat("x", 100), "---", ""} {
+		l := labelSafe(s)
+		if !labelValue.MatchString(l) || len(l) > 63 {
+			t.Errorf("labelSafe(%q) = %q: not a label value", s, l)
+		}
+	}
+	if labelSafe("a b") == labelSafe("a_b") {
+		t.Errorf("two experiment ids share a label")
+	}
+}
