@@ -556,3 +556,35 @@ func TestKubernetesSecretsAndTTL(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestKubernetesEvictionPodFailurePolicy: with no grace period the evicted
+// pod's bench exec-trial is killed (SIGKILL) before it can write an
+// outcome, so the pod fails with the DisruptionTarget condition: the
+// Job's podFailurePolicy ignores that failure and the (played) Job
+// controller starts a new pod in the same Job, which the engine follows
+// to SUCCEEDED: one Job, two pods.
+func TestKubernetesEvictionPodFailurePolicy(t *testing.T) {
+	f := kubeFixture(t)
+	dir := kubeTrial(t, `[ -e "$marker_dir/evicted" ] || { touch "$marker_dir/evicted"; sleep 60; }`)
+	out, jobs := runKubeTrial(t, f, dir, map[string]any{"termination_grace_period_seconds": 0}, func(job string) {
+		for i := 0; i < 200; i++ {
+			if pods := f.Cluster.Pods(job); len(pods) > 0 {
+				if err := f.Evict(context.Background(), pods[0]); err != nil {
+					t.Errorf("evicting %s: %v", pods[0], err)
+				}
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("no running pod of %s to evict", job)
+	})
+	if out.Status != trial.SUCCEEDED || out.Results["score"] != 1.0 {
+		t.Fatalf("outcome %s %v (%s), want SUCCEEDED after the eviction", out.Status, out.Results, out.FailureReason)
+	}
+	if len(*jobs) != 1 {
+		t.Fatalf("Jobs submitted: %v, want 1 (the Job replaced its evicted pod)", *jobs)
+	}
+	if n := f.Cluster.PodsCreated((*jobs)[0]); n != 2 {
+		t.Errorf("%d pods created, want 2", n)
+	}
+}

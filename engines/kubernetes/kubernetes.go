@@ -173,6 +173,10 @@ type Config struct {
 	MaxDisruptions *int `json:"max_disruptions"`
 	// PriorityClassName of the pods.
 	PriorityClassName string `json:"priority_class_name"`
+	// TerminationGracePeriodSeconds is how long a stopped pod's bench
+	// exec-trial has to write its outcome after SIGTERM (Kubernetes'
+	// default: 30).
+	TerminationGracePeriodSeconds *int `json:"termination_grace_period_seconds"`
 	// QueueName hands the Jobs to a Kueue LocalQueue: they are created
 	// suspended with the label kueue.x-k8s.io/queue-name, and Kueue
 	// starts them when it admits them (a suspended Job is queued).
@@ -294,6 +298,9 @@ func (c *Config) validate() error {
 	case "", "end", "ttl":
 	default:
 		return fmt.Errorf(`config key "cleanup": %q is not "end" (bench deletes its Jobs when the experiment ends) or "ttl" (ttl_seconds_after_finished)`, c.Cleanup)
+	}
+	if c.TerminationGracePeriodSeconds != nil && *c.TerminationGracePeriodSeconds < 0 {
+		return fmt.Errorf(`config key "termination_grace_period_seconds": must be 0 or more, got %d`, *c.TerminationGracePeriodSeconds)
 	}
 	if c.QueueName != "" && !labelValue.MatchString(c.QueueName) {
 		return fmt.Errorf(`config key "queue_name": %q is not a LocalQueue name`, c.QueueName)
@@ -630,6 +637,10 @@ func fieldEnv(name, path string) kubeapi.EnvVar {
 func (e *Engine) podSpec(c kubeapi.Container) kubeapi.PodSpec {
 	s := kubeapi.PodSpec{RestartPolicy: "Never", ServiceAccountName: e.cfg.ServiceAccount, NodeSelector: e.cfg.NodeSelector,
 		Tolerations: e.cfg.Tolerations, PriorityClassName: e.cfg.PriorityClassName, Containers: []kubeapi.Container{c}}
+	if g := e.cfg.TerminationGracePeriodSeconds; g != nil {
+		v := int64(*g)
+		s.TerminationGracePeriodSeconds = &v
+	}
 	for _, n := range e.cfg.ImagePullSecrets {
 		s.ImagePullSecrets = append(s.ImagePullSecrets, kubeapi.LocalObjectRef{Name: n})
 	}
