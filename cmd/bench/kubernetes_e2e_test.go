@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/engines/enginetest"
 	"github.com/benchtune/bench/engines/kubernetes/kubetest"
+	"github.com/benchtune/bench/internal/testenv"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/trial"
 )
@@ -586,5 +589,61 @@ func TestKubernetesEvictionPodFailurePolicy(t *testing.T) {
 	}
 	if n := f.Cluster.PodsCreated((*jobs)[0]); n != 2 {
 		t.Errorf("%d pods created, want 2", n)
+	}
+}
+
+// TestKubernetesS3: with "bucket" the request and outcome travel through
+// S3 (the moto server of scripts/testenv/moto.sh): the driver uploads the
+// request, the pod (its AWS credentials from a Secret, by reference; the
+// played kubelet gives it none of the test's) reads it and writes the
+// outcome there; no ConfigMap is used.
+func TestKubernetesS3(t *testing.T) {
+	endpoint := testenv.Get(t, "BENCH_TEST_MOTO_ENDPOINT")
+	f := kubeFixture(t)
+	bucket := "bench-kube-" + strings.ToLower(f.Namespace[len(f.Namespace)-8:])
+	req, _ := http.NewRequest(http.MethodPut, endpoint+"/"+bucket, nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("creating bucket %s: %v %v", bucket, resp, err)
+	}
+	// The driver's AWS configuration (this process: the s3:// scheme).
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"} {
+		t.Setenv(k, v)
+	}
+	if err := f.Admin.Do(t.Context(), "POST", "/api/v1/namespaces/"+f.Namespace+"/secrets", nil,
+		map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "aws"},
+			"stringData": map[string]any{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := kubeTrial(t, ``)
+	out, jobs := runKubeTrial(t, f, dir, map[string]any{"bucket": bucket, "prefix": "k8s/runs",
+		"env":              map[string]any{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"},
+		"env_from_secrets": []any{"aws"}}, nil)
+	if out.Status != trial.SUCCEEDED || out.Results["score"] != 1.0 {
+		t.Fatalf("outcome %s %v (%s), want SUCCEEDED through S3", out.Status, out.Results, out.FailureReason)
+	}
+	var cms struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := f.Object(t.Context(), "/api/v1/namespaces/"+f.Namespace+"/configmaps", &cms); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		if strings.HasPrefix(cm.Metadata.Name, (*jobs)[0]) {
+			t.Errorf("ConfigMap %s used with S3 transport", cm.Metadata.Name)
+		}
+	}
+	resp, err := http.Get(endpoint + "/" + bucket + "?prefix=k8s/runs/" + (*jobs)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), ".request.json") || !strings.Contains(string(body), ".outcome.json") {
+		t.Errorf("objects under k8s/runs/%s: %s", (*jobs)[0], body)
 	}
 }

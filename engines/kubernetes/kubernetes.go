@@ -6,8 +6,8 @@
 // configmap://NAMESPACE/POD-outcome` in a configured image. The request
 // travels in a ConfigMap the Job owns (the container reads it through
 // an environment variable from that ConfigMap); the outcome comes back in
-// a ConfigMap the pod creates and owns (so both go away with the Job). No
-// shared file system is needed.
+// a ConfigMap the pod creates and owns (so both go away with the Job); or,
+// with "bucket", both travel through S3. No shared file system is needed.
 //
 // Job names are derived from the experiment, the trial, the attempt and a
 // hash of the request (engines.SubmitName), so a restarted bench that
@@ -32,6 +32,7 @@ package kubernetes
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -177,6 +178,13 @@ type Config struct {
 	// exec-trial has to write its outcome after SIGTERM (Kubernetes'
 	// default: 30).
 	TerminationGracePeriodSeconds *int `json:"termination_grace_period_seconds"`
+	// Bucket and Prefix send requests and outcomes through S3 (s3://
+	// Bucket/Prefix/<job>.<token>.request.json and .outcome.json) instead
+	// of ConfigMaps: for outcomes larger than a ConfigMap's 1 MiB. The
+	// driver uses its standard AWS configuration, the pods theirs (give
+	// them credentials with secret_env or their service account).
+	Bucket string `json:"bucket"`
+	Prefix string `json:"prefix"`
 	// QueueName hands the Jobs to a Kueue LocalQueue: they are created
 	// suspended with the label kueue.x-k8s.io/queue-name, and Kueue
 	// starts them when it admits them (a suspended Job is queued).
@@ -184,6 +192,7 @@ type Config struct {
 }
 
 var (
+	bucketName      = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 	dns1123Label    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	envName         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 	quantity        = regexp.MustCompile(`^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+|E[0-9]+)?$`)
@@ -302,6 +311,17 @@ func (c *Config) validate() error {
 	if c.TerminationGracePeriodSeconds != nil && *c.TerminationGracePeriodSeconds < 0 {
 		return fmt.Errorf(`config key "termination_grace_period_seconds": must be 0 or more, got %d`, *c.TerminationGracePeriodSeconds)
 	}
+	if c.Bucket != "" && !bucketName.MatchString(c.Bucket) {
+		return fmt.Errorf(`config key "bucket": %q is not an S3 bucket name`, c.Bucket)
+	}
+	if c.Prefix != "" && c.Bucket == "" {
+		return errors.New(`config key "prefix": only with "bucket"`)
+	}
+	for _, el := range strings.Split(strings.Trim(c.Prefix, "/"), "/") {
+		if el == "." || el == ".." {
+			return fmt.Errorf(`config key "prefix": %q may not contain "." or ".." elements`, c.Prefix)
+		}
+	}
 	if c.QueueName != "" && !labelValue.MatchString(c.QueueName) {
 		return fmt.Errorf(`config key "queue_name": %q is not a LocalQueue name`, c.QueueName)
 	}
@@ -331,6 +351,8 @@ type ref struct {
 	// Index is a pilot's completion index (Indexed Jobs; nil: a trial's
 	// Job).
 	Index *int `json:"index,omitempty"`
+	// Outcome is the outcome's s3:// URL ("": a ConfigMap of the pod).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 func parseRef(r engines.Ref) (ref, error) {
@@ -699,6 +721,9 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		return nil, fmt.Errorf("kubernetes: job %s: %w", name, err)
 	}
 	labels := e.labels("trial", map[string]string{jobNameLabel: name, trialLabel: strconv.Itoa(req.TrialID), attemptLabel: strconv.Itoa(job.Attempt)})
+	if e.cfg.Bucket != "" {
+		return e.submitS3(ctx, job, name, labels, res)
+	}
 	// The request first, so that the pod never waits for it.
 	cm := kubeapi.ConfigMap{APIVersion: "v1", Kind: "ConfigMap", Metadata: kubeapi.ObjectMeta{Name: name, Labels: labels},
 		Data: map[string]string{RequestKey: string(job.Request)}}
@@ -761,6 +786,38 @@ func (e *Engine) suspend() *bool {
 	return &yes
 }
 
+// submitS3 puts the request in S3 and creates the Job, whose pod reads
+// it from there and writes its outcome there.
+func (e *Engine) submitS3(ctx context.Context, job engines.Job, name string, labels map[string]string, res *kubeapi.Resources) (engines.Ref, error) {
+	tok := randToken()
+	reqURL, outURL := e.s3URL(name+"."+tok+".request.json"), e.s3URL(name+"."+tok+".outcome.json")
+	if err := engines.WriteURL(ctx, reqURL, job.Request); err != nil {
+		return nil, fmt.Errorf("kubernetes: uploading the request of Job %s: %w", name, err)
+	}
+	c := e.container(engines.Command(e.bench, reqURL, outURL), nil, res)
+	zero := int32(0)
+	j := kubeapi.Job{APIVersion: "batch/v1", Kind: "Job",
+		Metadata: kubeapi.ObjectMeta{Name: name, Labels: labels, Annotations: e.annotations(map[string]string{submitNameAnn: engines.SubmitName(job)})},
+		Spec: kubeapi.JobSpec{BackoffLimit: &zero, ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(), Suspend: e.suspend(),
+			PodFailurePolicy: failurePolicy(),
+			Template:         kubeapi.PodTemplate{Metadata: kubeapi.ObjectMeta{Labels: labels, Annotations: e.annotations(nil)}, Spec: e.podSpec(c)}}}
+	var created kubeapi.Job
+	if err := e.c.Do(ctx, http.MethodPost, e.jobsPath(), nil, j, &created); err != nil {
+		if !kubeapi.IsConflict(err) {
+			return nil, fmt.Errorf("kubernetes: creating Job %s in namespace %s: %w", name, e.ns, err)
+		}
+		if err := e.c.Do(ctx, http.MethodGet, e.jobsPath()+"/"+name, nil, nil, &created); err != nil {
+			return nil, fmt.Errorf("kubernetes: reading Job %s that already exists: %w", name, err)
+		}
+	} else {
+		e.mu.Lock()
+		e.created++
+		e.mu.Unlock()
+	}
+	e.inf.add(&created)
+	return e.refOf(&created), nil
+}
+
 func (e *Engine) deadline() *int64 {
 	if e.cfg.ActiveDeadlineSeconds == nil {
 		return nil
@@ -770,8 +827,35 @@ func (e *Engine) deadline() *int64 {
 }
 
 func (e *Engine) refOf(j *kubeapi.Job) engines.Ref {
-	b, _ := json.Marshal(ref{Namespace: e.ns, Job: j.Metadata.Name, UID: j.Metadata.UID})
+	r := ref{Namespace: e.ns, Job: j.Metadata.Name, UID: j.Metadata.UID}
+	if cs := j.Spec.Template.Spec.Containers; len(cs) > 0 {
+		cmd := cs[0].Command
+		for i := 0; i+1 < len(cmd); i++ {
+			if cmd[i] == "--outcome" && strings.HasPrefix(cmd[i+1], "s3://") {
+				r.Outcome = cmd[i+1]
+			}
+		}
+	}
+	b, _ := json.Marshal(r)
 	return b
+}
+
+// s3URL is s3://bucket/prefix/name.
+func (e *Engine) s3URL(name string) string {
+	if p := strings.Trim(e.cfg.Prefix, "/"); p != "" {
+		return "s3://" + e.cfg.Bucket + "/" + p + "/" + name
+	}
+	return "s3://" + e.cfg.Bucket + "/" + name
+}
+
+// randToken is 8 random hex digits: the S3 keys of two runs that reuse a
+// Job name never collide.
+func randToken() string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 16)
+	}
+	return hex.EncodeToString(b)
 }
 
 func (e *Engine) deleteCM(ctx context.Context, name string) {
@@ -806,22 +890,29 @@ func (e *Engine) Poll(ctx context.Context, rr engines.Ref) (engines.State, error
 			return engines.State{}, err
 		}
 		var disruption *kubeapi.Condition
+		podName := "the Job's pod"
 		if pod != nil {
 			disruption = kubeapi.FindCondition(pod.Status.Conditions, "DisruptionTarget")
+			podName = "pod " + pod.Metadata.Name
+		}
+		how := ""
+		switch {
+		case disruption != nil:
+			how = disruptionWord(disruption)
+		case pod == nil && len(v.disrupted) > 0:
+			sort.Strings(v.disrupted)
+			how = "evicted or preempted (" + strings.Join(v.disrupted, "; ") + ")"
 		}
 		sig := engines.Interrupted(out)
 		switch {
-		case sig != "" && disruption != nil:
-			return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("pod %s was %s (bench exec-trial got %s); submitting the trial again",
-				pod.Metadata.Name, disruptionWord(disruption), sig)}, nil
-		case out == nil && len(v.disrupted) > 0 && (pod == nil || disruption != nil):
+		case sig != "" && how != "":
+			return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("%s was %s (bench exec-trial got %s); submitting the trial again", podName, how, sig)}, nil
+		case out == nil && how != "":
 			// The evicted pod is gone already, and its outcome with it.
-			sort.Strings(v.disrupted)
-			return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("the Job's pod was evicted or preempted (%s) and is gone with its outcome; submitting the trial again",
-				strings.Join(v.disrupted, "; "))}, nil
+			return engines.State{Phase: engines.Lost, Reason: fmt.Sprintf("%s was %s and is gone with its outcome; submitting the trial again", podName, how)}, nil
 		case sig != "":
 			st.Phase = engines.Failed
-			st.Reason = fmt.Sprintf("pod %s was stopped (bench exec-trial got %s) before the trial ended: deleted by someone?", pod.Metadata.Name, sig)
+			st.Reason = fmt.Sprintf("%s was stopped (bench exec-trial got %s) before the trial ended: deleted by someone?", podName, sig)
 		}
 	}
 	if st.Phase == engines.Failed && v.job != nil && !jobFinished(v.job) {
@@ -905,6 +996,26 @@ func (e *Engine) outcome(ctx context.Context, r ref, v view, st engines.State) (
 			}
 		}
 	}
+	if r.Outcome != "" && r.Index == nil {
+		e.mu.Lock()
+		b, ok := e.outcomes[r.Outcome]
+		e.mu.Unlock()
+		if ok {
+			return pod, b, nil
+		}
+		b, err := engines.ReadURL(ctx, r.Outcome)
+		if err != nil {
+			// (The s3 scheme says "no such object" for a missing one.)
+			if strings.Contains(err.Error(), "no such object") {
+				return pod, nil, nil
+			}
+			return pod, nil, fmt.Errorf("kubernetes: reading the outcome of Job %s: %w", r.Job, err)
+		}
+		e.mu.Lock()
+		e.outcomes[r.Outcome] = b
+		e.mu.Unlock()
+		return pod, b, nil
+	}
 	if pod == nil || r.Index != nil {
 		return pod, nil, nil
 	}
@@ -952,6 +1063,7 @@ func (e *Engine) Fetch(ctx context.Context, rr engines.Ref) (engines.Result, err
 	if pod != nil {
 		delete(e.outcomes, pod.Metadata.Name+"-outcome")
 	}
+	delete(e.outcomes, r.Outcome)
 	e.mu.Unlock()
 	if st.Phase != engines.Done || res.Outcome == nil {
 		res.Log = e.jobLog(ctx, r.Job, v, pod)

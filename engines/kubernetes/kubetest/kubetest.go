@@ -873,11 +873,12 @@ func (cl *Cluster) runPod(pod *kubeapi.Pod, pr *podRun) {
 }
 
 // cleanEnv is this process's environment without what a pod would not
-// have (the tests' kubeconfig).
+// have (the tests' kubeconfig, the driver's AWS settings: a pod has only
+// what its spec gives it).
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "BENCH_TEST_KUBE") {
+		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "BENCH_TEST_KUBE") || strings.HasPrefix(kv, "AWS_") {
 			continue
 		}
 		out = append(out, kv)
