@@ -84,6 +84,7 @@ func (in *informer) run(ctx context.Context, kind, path string) {
 		}
 		in.mu.Lock()
 		in.err = err
+		in.notify()
 		in.mu.Unlock()
 		if !kubeapi.IsStatus(err, http.StatusGone) {
 			in.log.Debug("kubernetes: list/watch failed; trying again", "kind", kind, "err", err)
@@ -290,6 +291,10 @@ func (in *informer) waitSynced(ctx context.Context) error {
 		in.mu.Unlock()
 		if ok {
 			return nil
+		}
+		// Not allowed (RBAC) or not authenticated: no point in waiting.
+		if kubeapi.IsStatus(err, http.StatusForbidden) || kubeapi.IsStatus(err, http.StatusUnauthorized) {
+			return err
 		}
 		t := time.NewTimer(30 * time.Second)
 		select {

@@ -371,3 +371,25 @@ func TestLabelSafe(t *testing.T) {
 		t.Errorf("two experiment ids share a label")
 	}
 }
+
+// TestForbidden: an engine user without the Role in its namespace gets
+// the API server's "forbidden" at once, not after a wait.
+func TestForbidden(t *testing.T) {
+	f := kubetest.Start(t, kubetest.Options{Bench: "/bin/false"})
+	eng, err := engines.New(context.Background(), engines.Spec{Class: ClassShort, Config: map[string]any{
+		"kubeconfig": f.EngineKubeconfig, "namespace": "default", "image": "b"}}, engines.Params{ExperimentID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	req := (&engines.Request{ExperimentID: "x", TrialID: 1, Dir: "/d"}).Encode()
+	start := time.Now()
+	_, err = eng.Submit(t.Context(), engines.Job{Name: "x", Request: req})
+	if err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("Submit without RBAC: %v, want forbidden", err)
+	}
+	t.Log(err)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the forbidden answer took %s", d)
+	}
+}
