@@ -74,10 +74,22 @@ func (in *informer) run(ctx context.Context, kind, path string) {
 	for ctx.Err() == nil {
 		rv, err := in.list(ctx, kind, path)
 		for err == nil && ctx.Err() == nil {
+			began := time.Now()
 			rv, err = in.watchFrom(ctx, kind, path, rv)
-			if err == nil {
-				backoff = 200 * time.Millisecond
+			if err != nil {
+				break
 			}
+			if time.Since(began) > 5*time.Second {
+				backoff = 200 * time.Millisecond
+				continue
+			}
+			// A watch that ended at once (a proxy that closes streams):
+			// not in a tight loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
 		}
 		if ctx.Err() != nil {
 			return

@@ -874,6 +874,11 @@ func (e *Engine) Poll(ctx context.Context, rr engines.Ref) (engines.State, error
 		return engines.State{}, fmt.Errorf("kubernetes: watching Jobs in namespace %s: %w", e.ns, err)
 	}
 	v, _ := e.inf.get(r.Job)
+	if v.err != nil {
+		// The watch is broken (the API server is unreachable): the cache
+		// may be stale. An error, so that lost_after applies.
+		return engines.State{}, fmt.Errorf("kubernetes: the watch of namespace %s is failing: %w", e.ns, v.err)
+	}
 	if v.job != nil && r.UID != "" && v.job.Metadata.UID != r.UID {
 		// Another Job of the same name (this one was deleted and the
 		// name reused): not ours.

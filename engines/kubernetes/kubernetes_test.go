@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,5 +392,52 @@ func TestForbidden(t *testing.T) {
 	t.Log(err)
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("the forbidden answer took %s", d)
+	}
+}
+
+// TestPollErrorWhileWatchFails: once the watch cannot be restarted, Poll
+// returns an error (the runner's lost_after counts), not the stale cache.
+func TestPollErrorWhileWatchFails(t *testing.T) {
+	var mu sync.Mutex
+	failing := false
+	srv := newTLSServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		f := failing
+		mu.Unlock()
+		switch {
+		case f:
+			http.Error(w, `{"kind": "Status", "code": 503, "reason": "ServiceUnavailable", "message": "down"}`, http.StatusServiceUnavailable)
+		case r.URL.Query().Get("watch") == "1":
+			// A watch that ends at once: the informer watches again.
+			w.WriteHeader(http.StatusOK)
+		case strings.HasSuffix(r.URL.Path, "/jobs"):
+			_, _ = w.Write([]byte(`{"metadata": {"resourceVersion": "5"}, "items": [{"metadata": {"name": "j1", "uid": "u1", "resourceVersion": "5"}, "status": {"active": 1}}]}`))
+		default:
+			_, _ = w.Write([]byte(`{"metadata": {"resourceVersion": "5"}, "items": []}`))
+		}
+	})
+	kc := writeKubeconfig(t, t.TempDir(), srv, "    token: abc")
+	eng, err := engines.New(context.Background(), engines.Spec{Class: ClassShort, Config: map[string]any{"kubeconfig": kc, "image": "b"}}, engines.Params{ExperimentID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ref := engines.Ref(`{"namespace": "team-a", "job": "j1", "uid": "u1"}`)
+	if st, err := eng.Poll(t.Context(), ref); err != nil || st.Phase != engines.Queued {
+		t.Fatalf("Poll with the watch working: %+v %v, want queued", st, err)
+	}
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := eng.Poll(t.Context(), ref)
+		if err != nil && strings.Contains(err.Error(), "watch") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Poll still answers from the cache a minute after the API server went away: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
