@@ -740,30 +740,16 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		fieldEnv(PodNameEnv, "metadata.name"), fieldEnv(PodUIDEnv, "metadata.uid"),
 	}
 	c := e.container(engines.Command(e.bench, "env:"+RequestEnv, outcome), env, res)
-	zero := int32(0)
-	j := kubeapi.Job{APIVersion: "batch/v1", Kind: "Job",
-		Metadata: kubeapi.ObjectMeta{Name: name, Labels: labels, Annotations: e.annotations(map[string]string{submitNameAnn: engines.SubmitName(job)})},
-		Spec: kubeapi.JobSpec{BackoffLimit: &zero, ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(), Suspend: e.suspend(),
-			PodFailurePolicy: failurePolicy(),
-			Template:         kubeapi.PodTemplate{Metadata: kubeapi.ObjectMeta{Labels: labels, Annotations: e.annotations(nil)}, Spec: e.podSpec(c)}}}
-	var created kubeapi.Job
-	if err := e.c.Do(ctx, http.MethodPost, e.jobsPath(), nil, j, &created); err != nil {
-		if !kubeapi.IsConflict(err) {
-			if !cmExisted {
-				e.deleteCM(context.WithoutCancel(ctx), name)
-			}
-			return nil, fmt.Errorf("kubernetes: creating Job %s in namespace %s: %w", name, e.ns, err)
+	created, existed, err := e.createJob(ctx, e.trialJob(job, name, labels, c))
+	if err != nil {
+		if !cmExisted {
+			e.deleteCM(context.WithoutCancel(ctx), name)
 		}
-		if err := e.c.Do(ctx, http.MethodGet, e.jobsPath()+"/"+name, nil, nil, &created); err != nil {
-			return nil, fmt.Errorf("kubernetes: reading Job %s that already exists: %w", name, err)
-		}
-		e.inf.add(&created)
-		return e.refOf(&created), nil
+		return nil, err
 	}
-	e.inf.add(&created)
-	e.mu.Lock()
-	e.created++
-	e.mu.Unlock()
+	if existed {
+		return e.refOf(created), nil
+	}
 	// The Job owns its request: both go away together (TTL, delete).
 	yes := true
 	patch := map[string]any{"metadata": map[string]any{"ownerReferences": []kubeapi.OwnerReference{{APIVersion: "batch/v1", Kind: "Job",
@@ -774,7 +760,7 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 		e.unowned[name] = true
 		e.mu.Unlock()
 	}
-	return e.refOf(&created), nil
+	return e.refOf(created), nil
 }
 
 // suspend: Jobs for a Kueue queue are created suspended.
@@ -795,27 +781,44 @@ func (e *Engine) submitS3(ctx context.Context, job engines.Job, name string, lab
 		return nil, fmt.Errorf("kubernetes: uploading the request of Job %s: %w", name, err)
 	}
 	c := e.container(engines.Command(e.bench, reqURL, outURL), nil, res)
+	created, _, err := e.createJob(ctx, e.trialJob(job, name, labels, c))
+	if err != nil {
+		return nil, err
+	}
+	return e.refOf(created), nil
+}
+
+// trialJob is the Job of a trial whose container is c.
+func (e *Engine) trialJob(job engines.Job, name string, labels map[string]string, c kubeapi.Container) kubeapi.Job {
 	zero := int32(0)
-	j := kubeapi.Job{APIVersion: "batch/v1", Kind: "Job",
+	return kubeapi.Job{APIVersion: "batch/v1", Kind: "Job",
 		Metadata: kubeapi.ObjectMeta{Name: name, Labels: labels, Annotations: e.annotations(map[string]string{submitNameAnn: engines.SubmitName(job)})},
 		Spec: kubeapi.JobSpec{BackoffLimit: &zero, ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(), Suspend: e.suspend(),
 			PodFailurePolicy: failurePolicy(),
 			Template:         kubeapi.PodTemplate{Metadata: kubeapi.ObjectMeta{Labels: labels, Annotations: e.annotations(nil)}, Spec: e.podSpec(c)}}}
-	var created kubeapi.Job
-	if err := e.c.Do(ctx, http.MethodPost, e.jobsPath(), nil, j, &created); err != nil {
+}
+
+// createJob creates a Job, or reads the one of that name that exists
+// already (existed: an earlier bench's submission of the same attempt).
+// The watch's cache gets it at once.
+func (e *Engine) createJob(ctx context.Context, j kubeapi.Job) (created *kubeapi.Job, existed bool, err error) {
+	created = &kubeapi.Job{}
+	name := j.Metadata.Name
+	if err := e.c.Do(ctx, http.MethodPost, e.jobsPath(), nil, j, created); err != nil {
 		if !kubeapi.IsConflict(err) {
-			return nil, fmt.Errorf("kubernetes: creating Job %s in namespace %s: %w", name, e.ns, err)
+			return nil, false, fmt.Errorf("kubernetes: creating Job %s in namespace %s: %w", name, e.ns, err)
 		}
-		if err := e.c.Do(ctx, http.MethodGet, e.jobsPath()+"/"+name, nil, nil, &created); err != nil {
-			return nil, fmt.Errorf("kubernetes: reading Job %s that already exists: %w", name, err)
+		if err := e.c.Do(ctx, http.MethodGet, e.jobsPath()+"/"+name, nil, nil, created); err != nil {
+			return nil, false, fmt.Errorf("kubernetes: reading Job %s that already exists: %w", name, err)
 		}
+		existed = true
 	} else {
 		e.mu.Lock()
 		e.created++
 		e.mu.Unlock()
 	}
-	e.inf.add(&created)
-	return e.refOf(&created), nil
+	e.inf.add(created)
+	return created, existed, nil
 }
 
 func (e *Engine) deadline() *int64 {
