@@ -13,7 +13,8 @@ import (
 	"github.com/benchtune/bench/schedulers"
 
 	// The execution engines bench knows (each registers its classes).
-	_ "github.com/benchtune/bench/engines/awsbatch" // AWS Batch; the s3:// scheme of requests and outcomes
+	_ "github.com/benchtune/bench/engines/awsbatch"   // AWS Batch; the s3:// scheme of requests and outcomes
+	_ "github.com/benchtune/bench/engines/kubernetes" // Kubernetes Jobs; the configmap:// scheme of outcomes
 	_ "github.com/benchtune/bench/engines/local"
 	_ "github.com/benchtune/bench/engines/slurm"
 	_ "github.com/benchtune/bench/engines/sshpool"
