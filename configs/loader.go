@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/benchtune/bench/internal/decode"
+
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/safeio"
@@ -140,8 +142,7 @@ var SkipValidationEnv = []string{"BENCH_SKIP_SCHEMA_VALIDATION", "MLOS_BENCH_SKI
 
 func skipValidation() bool {
 	for _, name := range SkipValidationEnv {
-		switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
-		case "true", "1", "yes", "y", "on":
+		if on, ok := decode.Bool(os.Getenv(name)); ok && on {
 			return true
 		}
 	}
