@@ -3,7 +3,6 @@ package sql
 import (
 	"context"
 	dbsql "database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/benchtune/bench/storage"
@@ -15,33 +14,24 @@ import (
 // changed them, so that bench_feed's row, locked by bump until the commit,
 // is held only while the transaction commits.
 //
-// Taking the number and stamping the trials is one round trip where the
-// database allows it (the common case: the experiment's bench_feed row
-// exists): on PostgreSQL one statement (the number from a data-modifying
-// WITH), on MySQL and MariaDB two statements sent together (the
-// driver's MultiStatements). The locks are taken in the same order as by the
-// two statements one after the other. When that finds no bench_feed row
-// (nothing stamped), the general path below runs: it creates the row.
+// On PostgreSQL, taking the number and stamping the trials is one
+// statement (the number comes from a data-modifying WITH), which takes the
+// locks in the same order as the two statements one after the other; when
+// it finds no bench_feed row (nothing stamped), the general path below
+// runs and creates the row. (MySQL and MariaDB have no UPDATE with a data-
+// modifying WITH or RETURNING; sending both statements in one round trip,
+// with the driver's MultiStatements, measured no better there.)
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
 	stampArgs := append([]any{e.info.ID, e.info.ID}, args...)
-	if q := e.s.dialect.name(); q == "postgres" || q == "mysql" {
-		stmt := `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
-			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND ` + where
-		if q == "mysql" {
-			// The result is the last statement's: it stamps nothing
-			// when the experiment has no bench_feed row yet.
-			stmt = `UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ?; UPDATE trial SET bench_seq = ` + feedSeq +
-				` WHERE exp_id = ? AND ` + where + ` AND EXISTS (SELECT 1 FROM bench_feed WHERE exp_id = ?)`
-			stampArgs = append(append([]any{e.info.ID}, stampArgs...), e.info.ID)
-		}
-		res, err := r.exec(ctx, stmt, stampArgs...)
+	if e.s.dialect.name() == "postgres" {
+		res, err := r.exec(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
+			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND `+where, stampArgs...)
 		if err != nil {
 			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
 		}
 		if ok, err := affected(res); err != nil || ok {
 			return err
 		}
-		stampArgs = append([]any{e.info.ID, e.info.ID}, args...)
 	}
 	if err := e.bump(ctx, r); err != nil {
 		return err
@@ -85,14 +75,12 @@ func (e *experiment) bump(ctx context.Context, r runner) error {
 }
 
 // insertStamped inserts trial trialID's row (cols, with their values)
-// with the experiment's next change number, taken as bump takes it. On
-// PostgreSQL it is one statement, on MySQL and MariaDB one round trip
-// (see touch) when the experiment's bench_feed row exists; otherwise the
-// row is inserted with bump's number as before.
+// with the experiment's next change number, taken as bump takes it: on
+// PostgreSQL in one statement when the experiment's bench_feed row exists
+// (see touch).
 func (e *experiment) insertStamped(ctx context.Context, r runner, trialID int, cols string, vals []any) error {
 	ph := placeholders(len(vals))
-	switch e.s.dialect.name() {
-	case "postgres":
+	if e.s.dialect.name() == "postgres" {
 		var seq dbsql.NullInt64
 		err := r.queryRow(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
 			INSERT INTO trial (`+cols+`, bench_seq) VALUES (`+ph+`, (SELECT seq FROM f)) RETURNING bench_seq`,
@@ -102,29 +90,12 @@ func (e *experiment) insertStamped(ctx context.Context, r runner, trialID int, c
 		}
 		// No bench_feed row yet: touch creates it and stamps the trial.
 		return e.touchTrial(ctx, r, trialID)
-	case "mysql":
-		// The INSERT's values come from the bench_feed row: no row, no
-		// trial inserted (then the general path below).
-		res, err := r.exec(ctx, `UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ?;
-			INSERT INTO trial (`+cols+`, bench_seq) SELECT `+ph+`, seq FROM bench_feed WHERE exp_id = ?`,
-			append(append([]any{e.info.ID}, vals...), e.info.ID)...)
-		if ok, aerr := affectedOK(res, err); err != nil || aerr != nil || ok {
-			return errors.Join(err, aerr)
-		}
 	}
 	if err := e.bump(ctx, r); err != nil {
 		return err
 	}
 	_, err := r.exec(ctx, `INSERT INTO trial (`+cols+`, bench_seq) VALUES (`+ph+`, `+feedSeq+`)`, append(vals, e.info.ID)...)
 	return err
-}
-
-// affectedOK is affected for a statement that may have failed.
-func affectedOK(res dbsql.Result, err error) (bool, error) {
-	if err != nil {
-		return false, nil
-	}
-	return affected(res)
 }
 
 // touchTrial is touch for one trial.

@@ -383,10 +383,6 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 	// The driver escapes the arguments into the statement (utf8mb4) rather
 	// than preparing each statement on the server (see cachesStmts).
 	mc.InterpolateParams = true
-	// The change feed sends its two statements in one round trip (touch).
-	// Every value still reaches the server escaped by the driver
-	// (InterpolateParams); no statement is built from a value.
-	mc.MultiStatements = true
 	if mc.Params == nil {
 		mc.Params = map[string]string{}
 	}
