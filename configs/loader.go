@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/benchtune/bench/internal/decode"
-
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/internal/safeio"
@@ -142,7 +140,8 @@ var SkipValidationEnv = []string{"BENCH_SKIP_SCHEMA_VALIDATION", "MLOS_BENCH_SKI
 
 func skipValidation() bool {
 	for _, name := range SkipValidationEnv {
-		if on, ok := decode.Bool(os.Getenv(name)); ok && on {
+		switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+		case "true", "1", "yes", "y", "on":
 			return true
 		}
 	}
