@@ -70,8 +70,17 @@ func (r *Run) TrialRunners(ctx context.Context, kind RunnersFor, id int) ([]sche
 	r.SchedulerConfig = cfg
 	ids := []int{max(id, 1)}
 	if kind == ForNetworkWorker {
+		// The device slots first: as the scheduler does, no more runners
+		// than slots.
+		if err := r.equip(ctx, false, true); err != nil {
+			return nil, err
+		}
+		n := cfg.NumTrialRunners
+		if r.Devices != nil && r.Devices.Size() > 0 {
+			n = min(n, r.Devices.Size())
+		}
 		ids = ids[:0]
-		for i := 1; i <= cfg.NumTrialRunners; i++ {
+		for i := 1; i <= n; i++ {
 			ids = append(ids, i)
 		}
 	}
@@ -83,16 +92,12 @@ func (r *Run) TrialRunners(ctx context.Context, kind RunnersFor, id int) ([]sche
 		r.Runners = append(r.Runners, lr)
 	}
 	r.SecurityNotices = r.Notices()
-	if err := r.equip(ctx, true, kind == ForNetworkWorker); err != nil {
+	if err := r.equip(ctx, true, false); err != nil {
 		return nil, err
 	}
 	n := len(r.Runners)
-	if r.Devices != nil && r.Devices.Size() > 0 && r.Devices.Size() < n {
-		// As the scheduler does: no more runners than slots.
-		n = r.Devices.Size()
-	}
 	out := make([]schedulers.Runner, n)
-	for i, lr := range r.Runners[:n] {
+	for i, lr := range r.Runners {
 		out[i] = &placedRunner{LocalRunner: lr, pool: r.Devices, idle: cfg.IdleTimeout, telemetry: cfg.TelemetryInterval}
 	}
 	return out, nil
