@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/benchtune/bench/internal/decode"
 )
 
 // MissingParamError reports a required parameter that nothing provides.
@@ -65,11 +67,10 @@ func CoerceLike(cur, v any) any {
 	t := strings.TrimSpace(s)
 	switch cur.(type) {
 	case bool:
-		switch strings.ToLower(t) {
-		case "true":
-			return true
-		case "false":
-			return false
+		// The one rule for booleans in configs (decode.Bool): "true",
+		// "yes", "on", "1" ... in any case.
+		if b, ok := decode.Bool(t); ok {
+			return b
 		}
 	case int64, int:
 		if i, ok := pyParseInt(t); ok {

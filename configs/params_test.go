@@ -68,15 +68,18 @@ func TestSanitize(t *testing.T) {
 func TestMergeParametersCoercesToKeyType(t *testing.T) {
 	dest := map[string]any{
 		"insecure": false, "port": int64(22), "ratio": 0.5, "name": "x", "unset": nil, "flag2": true,
+		"flag3": false, "flag4": true,
 	}
 	src := map[string]any{
 		"insecure": "true", "port": "2222", "ratio": "0.25", "name": int64(7), "unset": "true", "flag2": "maybe",
+		"flag3": " Yes ", "flag4": "off", // decode.Bool's words
 	}
 	if err := MergeParameters(dest, src, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{
 		"insecure": true, "port": int64(2222), "ratio": 0.25, "name": int64(7), "unset": "true", "flag2": "maybe",
+		"flag3": true, "flag4": false,
 	}
 	if diff := cmp.Diff(want, dest); diff != "" {
 		t.Errorf("merged (-want +got):\n%s", diff)

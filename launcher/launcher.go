@@ -54,6 +54,9 @@ type Run struct {
 	// CgroupNote says whether per-runner cgroups are used, and how ("":
 	// not asked for).
 	CgroupNote string
+	// Devices are the device slots the scheduler config asks for (nil:
+	// none); see runners.go.
+	Devices *devices.Pool
 
 	schedulerHasID bool             // the scheduler config file sets experiment_id
 	optimizerSpace *tunables.Groups // the tunables the optimizer was built with
@@ -128,14 +131,12 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 		return nil, err
 	}
 	schedCfg := r.SchedulerConfig
-	if schedCfg.Cgroups != "off" && schedCfg.RunnerKind() != schedulers.RunnerEngine {
-		if err := r.attachCgroups(schedCfg.Cgroups); err != nil {
-			return nil, err
-		}
-	}
-	pool, err := devicePool(ctx, schedCfg, false)
-	if err != nil {
-		return nil, locateGlobal(l, "gpus", err)
+	// The runner builder's second step (runners.go): cgroups (not for
+	// engine jobs: they run elsewhere, and their far side, bench
+	// exec-trial, takes its own) and the device slots, which the
+	// scheduler hands to the trials.
+	if err := r.equip(ctx, schedCfg.RunnerKind() != schedulers.RunnerEngine, true); err != nil {
+		return nil, err
 	}
 
 	if r.Storage, err = storage.Open(ctx, storageCfg); err != nil {
@@ -198,7 +199,7 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 	r.Scheduler, err = schedulers.New(schedCfg, runners, r.Optimizer, r.Experiment, schedulers.Options{
 		Owner:    owner,
 		Observer: o.Observer, Logger: o.Logger, Globals: l.Globals, Tunables: r.Runners[0].Env.Tunables(),
-		Devices: pool, Worker: o.Worker, ReuseFrom: reuseFrom,
+		Devices: r.Devices, Worker: o.Worker, ReuseFrom: reuseFrom,
 		ExperimentStatus: func(ctx context.Context) (trial.Status, error) {
 			e, err := st.LoadExperiment(ctx, expID)
 			if err != nil {
@@ -301,8 +302,9 @@ func (r *Run) attachCgroups(mode string) error {
 }
 
 // BuildRunner loads the root environment with its services for trial
-// runner id and returns a runner over it (bench run builds one per
-// num_trial_runners; bench exec-trial builds one).
+// runner id and returns a bare runner over it: no cgroup, no device slot,
+// no idle watch. Commands that run trials use TrialRunners (or Build),
+// which add what the scheduler config asks for.
 func (r *Run) BuildRunner(ctx context.Context, id int) (*schedulers.LocalRunner, error) {
 	return r.buildRunner(ctx, id, nil)
 }

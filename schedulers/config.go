@@ -288,15 +288,22 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	if v := cfg["gpus"]; v != nil {
 		out.GPUs = strings.TrimSpace(configs.PyStr(v))
 	}
-	switch v := strings.ToLower(strings.TrimSpace(configs.PyStr(cfg["cgroups"]))); v {
-	case "off", "false", "no", "0", "none":
-		out.Cgroups = "off"
-	case "auto":
-		out.Cgroups = "auto"
-	case "on", "true", "yes", "1":
+	// off, auto or on; a boolean by decode.Bool's rule ("yes", "false",
+	// 1 ...) is on or off.
+	switch on, isBool := decode.Bool(cfg["cgroups"]); {
+	case isBool && on:
 		out.Cgroups = "on"
+	case isBool:
+		out.Cgroups = "off"
 	default:
-		bad("cgroups", "cgroups must be off, auto or on, got %v", configs.PyStr(cfg["cgroups"]))
+		switch v := strings.ToLower(strings.TrimSpace(configs.PyStr(cfg["cgroups"]))); v {
+		case "none":
+			out.Cgroups = "off"
+		case "auto":
+			out.Cgroups = "auto"
+		default:
+			bad("cgroups", "cgroups must be off, auto or on, got %v", configs.PyStr(cfg["cgroups"]))
+		}
 	}
 	switch e := cfg["engine"].(type) {
 	case string:

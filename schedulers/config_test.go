@@ -33,6 +33,14 @@ func TestDecodeConfig(t *testing.T) {
 			return c.IdleTimeout == 10*time.Minute && c.Lease == 5*time.Second && !c.Reuse && c.GPUs == "0,1"
 		}},
 		{"telemetry interval off by default", "", nil, nil, func(c Config) bool { return c.TelemetryInterval == 0 }},
+		// cgroups: off, auto, on, or a boolean by decode.Bool's rule.
+		{"cgroups yes", "", nil, map[string]any{"cgroups": "yes"}, func(c Config) bool { return c.Cgroups == "on" }},
+		{"cgroups true", "", nil, map[string]any{"cgroups": true}, func(c Config) bool { return c.Cgroups == "on" }},
+		{"cgroups 0", "", nil, map[string]any{"cgroups": int64(0)}, func(c Config) bool { return c.Cgroups == "off" }},
+		{"cgroups F", "", nil, map[string]any{"cgroups": "F"}, func(c Config) bool { return c.Cgroups == "off" }},
+		{"cgroups none", "", nil, map[string]any{"cgroups": "None"}, func(c Config) bool { return c.Cgroups == "off" }},
+		{"cgroups auto", "", nil, map[string]any{"cgroups": " AUTO "}, func(c Config) bool { return c.Cgroups == "auto" }},
+		{"max_cost as text", "", nil, map[string]any{"max_cost": " 2.5 ", "cost_metric": "cost"}, func(c Config) bool { return c.Noise.MaxCost == 2.5 }},
 		{"telemetry interval from a global", "", nil, map[string]any{"telemetry_interval": "250ms"}, func(c Config) bool {
 			return c.TelemetryInterval == 250*time.Millisecond
 		}},
@@ -61,6 +69,8 @@ func TestDecodeConfig(t *testing.T) {
 		{"bad duration", "", map[string]any{"trial_idle_timeout": "soon"}, "trial_idle_timeout"},
 		{"bad telemetry interval", "", map[string]any{"telemetry_interval": "often"}, "telemetry_interval"},
 		{"bad flag", "", map[string]any{"reuse": "maybe"}, "reuse must be true or false"},
+		{"bad cgroups", "", map[string]any{"cgroups": "maybe"}, "cgroups must be off, auto or on"},
+		{"max_cost with trailing text", "", map[string]any{"max_cost": "3abc"}, "max_cost must be a number"},
 		{"bad experiment id", "", map[string]any{"experiment_id": "a b"}, "experiment_id"},
 	}
 	for _, tc := range bad {

@@ -327,8 +327,7 @@ func (d *dispatch) tick(ctx context.Context) error {
 	if s.cfg.IdleTimeout > 0 {
 		for _, j := range d.running {
 			if idle := now.Sub(j.act.LastActive()); idle > s.cfg.IdleTimeout {
-				j.cancel(fmt.Errorf("no output and no telemetry for %s (trial_idle_timeout %s): %w",
-					idle.Round(time.Second), s.cfg.IdleTimeout, services.ErrTimeout))
+				j.cancel(IdleCause(idle, s.cfg.IdleTimeout))
 			}
 		}
 	}

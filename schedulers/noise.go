@@ -12,6 +12,7 @@ import (
 	"github.com/benchtune/bench/analysis"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/internal/aggregate"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
@@ -98,20 +99,11 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 		bad("max_time", "max_time: %v", err)
 	}
 	num := func(key string) float64 {
-		switch x := cfg[key].(type) {
-		case int64:
-			return float64(x)
-		case int:
-			return float64(x)
-		case float64:
-			return x
-		case string:
-			var f float64
-			if _, err := fmt.Sscan(strings.TrimSpace(x), &f); err == nil {
-				return f
-			}
-		case nil:
+		if cfg[key] == nil {
 			return 0
+		}
+		if f, ok := decode.Float(cfg[key]); ok { // the converters' rule
+			return f
 		}
 		bad(key, "%s must be a number, got %v", key, configs.PyStr(cfg[key]))
 		return 0

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchtune/bench/internal/decode"
+
 	internalregistry "github.com/benchtune/bench/internal/registry"
 )
 
@@ -97,19 +99,22 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	*c = Config(aux.plain)
 	if len(aux.Port) > 0 && string(aux.Port) != "null" {
-		var n json.Number
-		if err := json.Unmarshal(aux.Port, &n); err != nil {
-			var s string
-			if err := json.Unmarshal(aux.Port, &s); err != nil {
-				return fmt.Errorf("storage config: port: want a number, got %s", aux.Port)
-			}
-			n = json.Number(strings.TrimSpace(s))
+		// A number or a string of one (decode.Int's rule: "5432" or
+		// 5432.0 too).
+		var v any
+		if err := json.Unmarshal(aux.Port, &v); err != nil {
+			return fmt.Errorf("storage config: port: want a number, got %s", aux.Port)
 		}
-		p, err := strconv.Atoi(string(n))
-		if err != nil || p < 0 || p > 65535 {
+		switch v.(type) {
+		case float64, string:
+		default:
+			return fmt.Errorf("storage config: port: want a number, got %s", aux.Port)
+		}
+		p, ok := decode.Int(v)
+		if !ok || p < 0 || p > 65535 {
 			return fmt.Errorf("storage config: port: want a port number, got %s", aux.Port)
 		}
-		c.Port = p
+		c.Port = int(p)
 	}
 	if aux.Query != nil {
 		c.Query = make(map[string]string, len(aux.Query))

@@ -112,11 +112,18 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 
 	run := &launcher.Run{Launch: l}
 	defer run.Close()
-	runner, err := run.BuildRunner(ctx, max(req.RunnerID, 1))
+	// The runner builder of every command that runs trials: cgroups,
+	// trial_idle_timeout and telemetry_interval as the configs ask (the
+	// device slot is the driver's: in the request).
+	runners, err := run.TrialRunners(ctx, launcher.ForEngineJob, req.RunnerID)
 	if err != nil {
 		return fail("loading the environment", err)
 	}
-	printSecurityNotices(stderr, run.Notices())
+	runner := runners[0]
+	printSecurityNotices(stderr, run.SecurityNotices)
+	if run.CgroupNote != "" {
+		slog.Info("bench exec-trial: per-runner cgroups: " + run.CgroupNote)
+	}
 	// The driver's globals for the trial (its metadata, its device slot)
 	// over this side's own.
 	globals := trial.Globals(l.Globals, nil, req.Globals, req.ExperimentID, req.TrialID, max(req.RunnerID, 1))

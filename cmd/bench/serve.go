@@ -14,7 +14,6 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/launcher"
-	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/serve"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
@@ -236,20 +235,19 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 	reapStale(stderr)
 	run := &launcher.Run{Launch: l}
 	defer run.Close()
-	cfg, err := run.LoadSchedulerConfig()
+	// The runner builder of every command that runs trials: cgroups,
+	// device slots, trial_idle_timeout and telemetry_interval as the
+	// configs ask.
+	runners, err := run.TrialRunners(ctx, launcher.ForNetworkWorker, 0)
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	cfg := run.SchedulerConfig
 	kept = !cfg.Teardown
-	var runners []schedulers.Runner
-	for id := 1; id <= cfg.NumTrialRunners; id++ {
-		lr, err := run.BuildRunner(ctx, id)
-		if err != nil {
-			return exitWith(exitUsage, err)
-		}
-		runners = append(runners, lr)
+	printSecurityNotices(stderr, run.SecurityNotices)
+	if run.CgroupNote != "" {
+		fmt.Fprintf(stderr, "bench: per-runner cgroups: %s\n", run.CgroupNote)
 	}
-	printSecurityNotices(stderr, run.Notices())
 	if warn := workerPlainHTTPWarning(url); warn != "" {
 		fmt.Fprintf(stderr, "bench: warning: %s\n", warn)
 	}

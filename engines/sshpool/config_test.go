@@ -25,6 +25,17 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 	}{
 		{
+			// decode.Into's rule (the converters'): "yes" and "4" read as
+			// the bool and the integer.
+			name: "words and numbers as text",
+			in:   map[string]any{"hosts": []any{map[string]any{"host": "node1", "slots": "4"}}, "upload_bench": "yes"},
+			want: func() Config {
+				c := def(HostConfig{Host: "node1", Port: 22, Slots: 4})
+				c.UploadBench = true
+				return c
+			}(),
+		},
+		{
 			name: "user@host:port",
 			in:   map[string]any{"hosts": []any{map[string]any{"host": "alice@node1:2222", "key_file": "~/.ssh/k", "slots": 4.0}}},
 			want: def(HostConfig{User: "alice", Host: "node1", Port: 2222, KeyFile: "~/.ssh/k", Slots: 4}),
@@ -62,7 +73,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "no host", in: map[string]any{"hosts": []any{map[string]any{"slots": 2.0}}}, wantErr: `"host"`},
 		{name: "empty user", in: map[string]any{"hosts": []any{map[string]any{"host": "@n"}}}, wantErr: "user before '@' is empty"},
 		{name: "twice", in: map[string]any{"hosts": []any{map[string]any{"host": "u@n"}, map[string]any{"host": "u@n:22"}}}, wantErr: "listed twice"},
-		{name: "wrong type", in: map[string]any{"hosts": []any{map[string]any{"host": "n"}}, "upload_bench": "yes"}, wantErr: `"upload_bench"`},
+		{name: "wrong type", in: map[string]any{"hosts": []any{map[string]any{"host": "n"}}, "upload_bench": "maybe"}, wantErr: `"upload_bench"`},
 		{name: "max failures", in: map[string]any{"hosts": []any{map[string]any{"host": "n"}}, "max_host_failures": 0.0}, wantErr: "at least 1"},
 	}
 	for _, tc := range tests {

@@ -7,14 +7,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // Into decodes m into out (a pointer to a struct with json tags). Keys that
-// out does not know are an error.
+// out does not know are an error. A value for a bool, integer or float
+// field (at any depth: nested structs, maps, slices, pointers) is read by
+// the converters' rule (Bool, Int, Float): "3" fills an int field, 3.0 too,
+// "yes" a bool field, "2.5" a float field; fields with a decoder of their
+// own (json.Unmarshaler, e.g. Duration) or the ",string" option get the
+// value as it is.
 func Into(m map[string]any, out any) error {
+	if t := reflect.TypeOf(out); t != nil && t.Kind() == reflect.Pointer {
+		if c, ok := coerce(m, t.Elem()).(map[string]any); ok {
+			m = c
+		}
+	}
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -103,4 +114,125 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid duration %q: want seconds or a string like \"90s\" or \"1h30m\"", s)
 	}
 	return v, nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// coerce returns v, to be decoded into a value of type t, with its
+// scalars converted by the converters' rule where t wants a bool, an
+// integer or a float; a value the rule does not read is left for the JSON
+// decoder to refuse.
+func coerce(v any, t reflect.Type) any {
+	for {
+		if v == nil || t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+			return v
+		}
+		if t.Kind() != reflect.Pointer {
+			break
+		}
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		if b, ok := Bool(v); ok {
+			return b
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n, ok := Int(v); ok {
+			return n
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n, ok := Int(v); ok && n >= 0 {
+			return n
+		}
+	case reflect.Float32, reflect.Float64:
+		if f, ok := Float(v); ok {
+			return f
+		}
+	case reflect.Struct:
+		if m, ok := v.(map[string]any); ok {
+			return coerceFields(m, t)
+		}
+	case reflect.Map:
+		if m, ok := v.(map[string]any); ok && t.Key().Kind() == reflect.String {
+			out := make(map[string]any, len(m))
+			for k, x := range m {
+				out[k] = coerce(x, t.Elem())
+			}
+			return out
+		}
+	case reflect.Slice, reflect.Array:
+		if s, ok := v.([]any); ok {
+			out := make([]any, len(s))
+			for i, x := range s {
+				out[i] = coerce(x, t.Elem())
+			}
+			return out
+		}
+	}
+	return v
+}
+
+// coerceFields is coerce for the keys of a struct: each value by its
+// field's type, found as encoding/json finds it (the json tag's name or
+// the field's, an exact match first, then any case; embedded structs'
+// fields promoted).
+func coerceFields(m map[string]any, t reflect.Type) map[string]any {
+	fields := map[string]reflect.StructField{}
+	jsonFields(t, fields)
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		f, ok := fields[k]
+		if !ok {
+			for name, g := range fields {
+				if strings.EqualFold(name, k) {
+					f, ok = g, true
+					break
+				}
+			}
+		}
+		if ok && !hasStringOption(f) {
+			v = coerce(v, f.Type)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func jsonFields(t reflect.Type, into map[string]reflect.StructField) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			jsonFields(ft, into)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, dup := into[name]; !dup {
+			into[name] = f
+		}
+	}
+}
+
+func hasStringOption(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	for _, o := range strings.Split(opts, ",") {
+		if o == "string" {
+			return true
+		}
+	}
+	return false
 }

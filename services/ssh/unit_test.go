@@ -26,6 +26,8 @@ func TestParseConfig(t *testing.T) {
 		wantErr   string // substring; the JSON path is part of it
 	}{
 		{name: "empty", in: map[string]any{}, want: def},
+		// decode.Into's rule (the converters'): "22" is the integer 22.
+		{name: "port as text", in: map[string]any{"ssh_port": "22"}, want: func() Config { c := def; c.Port = 22; return c }()},
 		{
 			name: "all keys",
 			in: map[string]any{
@@ -53,7 +55,8 @@ func TestParseConfig(t *testing.T) {
 		},
 		{name: "unknown key", in: map[string]any{"ssh_bogus": 1.0}, wantErr: `at /config/ssh_bogus: unknown config key "ssh_bogus"`},
 		{name: "port out of range", in: map[string]any{"ssh_port": 70000.0}, wantErr: "at /config/ssh_port: port 70000 is out of range"},
-		{name: "port wrong type", in: map[string]any{"ssh_port": "22"}, wantErr: "at /config/ssh_port:"},
+		{name: "port wrong type", in: map[string]any{"ssh_port": "twenty-two"}, wantErr: "at /config/ssh_port:"},
+		{name: "port not integral", in: map[string]any{"ssh_port": "22.5"}, wantErr: "at /config/ssh_port:"},
 		{name: "keepalive too small", in: map[string]any{"ssh_keepalive_interval": 0.5}, wantErr: "at /config/ssh_keepalive_interval: must be at least 1 second"},
 		{name: "bad duration", in: map[string]any{"ssh_request_timeout": "soon"}, wantErr: "at /config/ssh_request_timeout: "},
 		{name: "shell on a file share", in: map[string]any{"ssh_shell": "/bin/sh"}, wantErr: "at /config/ssh_shell: ssh_shell is a setting of SshHostService only"},

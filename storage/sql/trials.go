@@ -183,19 +183,16 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	ts := tr.TsStart
 	// The trial is inserted with the experiment's next change number
 	// (the change feed), taken after the experiment's lock (see bump).
-	if err := e.bump(ctx, r); err != nil {
-		return err
-	}
-	q := `INSERT INTO trial (exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
+	cols := `exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial, e.info.ID}
+		owner, lease, retry, reusedExp, reusedTrial}
 	if e.s.layout.noTrialRunner {
-		q = `INSERT INTO trial (exp_id, trial_id, config_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + feedSeq + `)`
+		cols = `exp_id, trial_id, config_id, ts_start, status,
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id`
 		args = slices.Delete(args, 3, 4)
 	}
-	if _, err := r.exec(ctx, q, args...); err != nil {
+	if err := e.insertStamped(ctx, r, tr.ID, cols, args); err != nil {
 		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
