@@ -270,3 +270,24 @@ func TestKubernetesPilotsConnect(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAccessToken: --token-file is a file or env:NAME; an unset or
+// empty variable and a bad name are clear errors that hold no token.
+func TestReadAccessToken(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "tok", "  from-file\n", 0o600)
+	if tok, err := readAccessToken(filepath.Join(dir, "tok")); err != nil || tok != "from-file" {
+		t.Errorf("file: %q %v", tok, err)
+	}
+	t.Setenv("BENCH_TEST_WORKER_TOKEN", " from-env\n")
+	if tok, err := readAccessToken("env:BENCH_TEST_WORKER_TOKEN"); err != nil || tok != "from-env" {
+		t.Errorf("env: %q %v", tok, err)
+	}
+	t.Setenv("BENCH_TEST_WORKER_TOKEN", "")
+	if _, err := readAccessToken("env:BENCH_TEST_WORKER_TOKEN"); err == nil || !strings.Contains(err.Error(), "unset or empty") {
+		t.Errorf("empty variable: %v", err)
+	}
+	if _, err := readAccessToken("env:A-B"); err == nil || !strings.Contains(err.Error(), "environment variable name") {
+		t.Errorf("bad name: %v", err)
+	}
+}
