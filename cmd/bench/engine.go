@@ -390,6 +390,9 @@ func startPilots(ctx context.Context, stdout io.Writer, argv []string) error {
 	workerArgs = engines.SafeArgs(workerArgs)
 	wargv := append([]string{common.Bench, "worker", "--experiment", experiment, "--no-progress", "--engine", ""}, workerArgs...)
 	if conn.url != "" {
+		if warn := conn.loopbackWarning(eng.Name()); warn != "" {
+			fmt.Fprintf(os.Stderr, "bench: warning: %s\n", warn)
+		}
 		wargv = append(append([]string{common.Bench, "worker"}, conn.workerArgs()...), append([]string{"--no-progress", "--engine", ""}, workerArgs...)...)
 	}
 	refs, err := ps.SubmitPilots(ctx, "bench-pilot-"+jobID, wargv, count)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	neturl "net/url"
 	"os"
 	"regexp"
@@ -89,6 +90,20 @@ func (c *pilotConnect) workerArgs() []string {
 		out = append(out, "--tls-ca", c.tlsCA)
 	}
 	return out
+}
+
+// loopbackWarning: a loopback --connect URL is reached only by pilots on
+// this machine (the local engine's); other engines' jobs run elsewhere.
+func (c *pilotConnect) loopbackWarning(engine string) string {
+	u, err := neturl.Parse(c.url)
+	if err != nil || engine == "local" {
+		return ""
+	}
+	h := u.Hostname()
+	if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return ""
+	}
+	return fmt.Sprintf("--connect %s is a loopback address: the %s engine's pilots reach it only if they run on this machine", serve.RedactURL(c.url), engine)
 }
 
 var pilotIDBad = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

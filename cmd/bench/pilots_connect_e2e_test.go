@@ -111,6 +111,9 @@ func TestPilotsConnectLocal(t *testing.T) {
 		_ = proc.Kill()
 		t.Fatalf("bench pilots: exit %d\n%s%s\n%s", p.code, p.stdout, p.stderr, readLog(tmp, "driver"))
 	}
+	if strings.Contains(p.stderr, "loopback") {
+		t.Errorf("a loopback warning for the local engine:\n%s", p.stderr)
+	}
 	wait()
 	checkConnectTrials(t, dir, "PL", n)
 	logs, _ := filepath.Glob(filepath.Join(dir, ".bench", "jobs", "*", "bench-pilot-connect-*.pilot*.log"))
@@ -165,6 +168,11 @@ func TestKubernetesPilotsConnect(t *testing.T) {
 	if p.code != 0 || len(refs) != 2 {
 		_ = proc.Kill()
 		t.Fatalf("bench pilots: exit %d\n%s%s\n%s", p.code, p.stdout, p.stderr, readLog(tmp, "driver"))
+	}
+	// (The played kubelet runs the pods here; a real cluster's would not
+	// reach a loopback URL, which bench pilots warns about.)
+	if !strings.Contains(p.stderr, "is a loopback address") || !strings.Contains(p.stderr, "started 2 pilot workers of "+url) {
+		t.Errorf("bench pilots' messages:\n%s", p.stderr)
 	}
 	job := jobOf(t, engines.Ref(refs[0]))
 	if job2 := jobOf(t, engines.Ref(refs[1])); job2 != job {
