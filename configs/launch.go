@@ -137,7 +137,7 @@ var Options = []Option{
 	{names: []string{"--cgroups"}, kind: optString, global: "cgroups", meta: "off|auto|on", help: "run each runner's commands in a cgroup v2 group and report each trial's CPU and peak memory of the whole process tree as bench.cgroup.* results (bench only; default off)"},
 	{names: []string{"--no_local_trials", "--no-local-trials"}, kind: optFlag, global: "local_trials", flagValue: false, help: "run no trial in this process: only suggest, for bench worker processes and network workers (bench only)"},
 	{names: []string{"--serve"}, kind: optString, global: "serve_listen", meta: "ADDR", help: "also serve the experiment to network workers (bench worker --connect) on ADDR, e.g. :7070; needs --token-file (bench only)"},
-	{names: []string{"--token_file", "--token-file"}, kind: optString, global: "serve_token_file", meta: "FILE", help: "access token file of --serve, bench serve and bench worker --connect (bench only)"},
+	{names: []string{"--token_file", "--token-file"}, kind: optString, global: "serve_token_file", meta: "FILE", help: "access token file (or env:NAME) of --serve, bench serve and bench worker --connect (bench only)"},
 	{names: []string{"--tls_cert", "--tls-cert"}, kind: optString, global: "serve_tls_cert", meta: "FILE", help: "serve over TLS with this certificate (PEM), with --tls-key (bench only)"},
 	{names: []string{"--tls_key", "--tls-key"}, kind: optString, global: "serve_tls_key", meta: "FILE", help: "the TLS certificate's key (PEM) (bench only)"},
 	{names: []string{"--ui"}, kind: optString, global: "ui_listen", meta: "ADDR", help: "also serve the experiment's live dashboard (as bench ui) on ADDR, e.g. 127.0.0.1:8421 (bench only)"},

@@ -20,6 +20,7 @@ import (
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/schedulers"
+	"github.com/benchtune/bench/serve"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -264,7 +265,7 @@ func hostname() string {
 
 func newPilotsCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "pilots --engine FILE --count N --experiment ID [run options]",
+		Use:   "pilots --engine FILE --count N (--experiment ID | --connect URL --token-file FILE) [run options]",
 		Short: "Start N bench workers as jobs of an execution engine (bench only)",
 		Long: `Start pilot workers: N jobs of an execution engine (a Slurm job array, an
 AWS Batch array job, processes on the hosts of an SSH pool, detached local
@@ -277,7 +278,20 @@ experiment is over (as Optuna users do on Slurm). The driver (bench run
 with the same configs and --queue_ahead, or without --engine) suggests the
 trials; the storage must be shared (PostgreSQL or MySQL) and reachable
 from the jobs. bench pilots returns once the jobs are submitted and prints their
-references.`,
+references.
+
+With --connect URL --token-file FILE [--tls-ca FILE] instead of
+--experiment, each job runs a network worker,
+
+  bench worker --connect URL --token-file FILE [run options]
+
+which pulls trials over HTTP from a bench serve (or bench run --serve) and
+needs no database access (on Kubernetes: an Indexed Job of N pods). The
+token never goes on a command line or into a job's spec: FILE is read
+where the worker runs (a path there), or env:NAME reads the environment
+variable NAME (on Kubernetes, a Secret's key given to the pods with the
+engine's "secret_env"). --connect excludes --experiment; a URL with
+credentials in it is refused.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return startPilots(cmd.Context(), cmd.OutOrStdout(), args)
@@ -290,6 +304,7 @@ func startPilots(ctx context.Context, stdout io.Writer, argv []string) error {
 	var count int
 	var rest []string
 	experiment := ""
+	var conn pilotConnect
 	for i := 0; i < len(argv); i++ {
 		a := argv[i]
 		switch {
@@ -310,6 +325,7 @@ func startPilots(ctx context.Context, stdout io.Writer, argv []string) error {
 			i++
 		case strings.HasPrefix(a, "--experiment="):
 			experiment = a[len("--experiment="):]
+		case conn.take(argv, &i):
 		default:
 			rest = append(rest, a)
 		}
@@ -317,8 +333,11 @@ func startPilots(ctx context.Context, stdout io.Writer, argv []string) error {
 	if count < 1 {
 		return exitWith(exitUsage, errors.New("bench pilots needs --count N (N >= 1)"))
 	}
-	if experiment == "" {
-		return exitWith(exitUsage, errors.New("bench pilots needs --experiment ID (the experiment the workers join)"))
+	if err := conn.check(experiment); err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if experiment == "" && conn.url == "" {
+		return exitWith(exitUsage, errors.New("bench pilots needs --experiment ID (the experiment the workers join) or --connect URL (the bench serve they pull trials from)"))
 	}
 	args, err := configs.ParseArgs(rest)
 	if err != nil {
@@ -338,7 +357,11 @@ func startPilots(ctx context.Context, stdout io.Writer, argv []string) error {
 	}
 	dir, _ := os.Getwd()
 	dir, _ = filepath.Abs(dir)
-	eng, err := engines.New(ctx, spec, engines.Params{Slots: count, Dir: dir, ExperimentID: experiment, Globals: l.Globals})
+	jobID := experiment
+	if conn.url != "" {
+		jobID = conn.jobID()
+	}
+	eng, err := engines.New(ctx, spec, engines.Params{Slots: count, Dir: dir, ExperimentID: jobID, Globals: l.Globals})
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
@@ -366,12 +389,22 @@ func startPilots(ctx context.Context, stdout io.Writer, argv []string) error {
 	}
 	workerArgs = engines.SafeArgs(workerArgs)
 	wargv := append([]string{common.Bench, "worker", "--experiment", experiment, "--no-progress", "--engine", ""}, workerArgs...)
-	refs, err := ps.SubmitPilots(ctx, "bench-pilot-"+experiment, wargv, count)
+	if conn.url != "" {
+		if warn := conn.loopbackWarning(eng.Name()); warn != "" {
+			fmt.Fprintf(os.Stderr, "bench: warning: %s\n", warn)
+		}
+		wargv = append(append([]string{common.Bench, "worker"}, conn.workerArgs()...), append([]string{"--no-progress", "--engine", ""}, workerArgs...)...)
+	}
+	refs, err := ps.SubmitPilots(ctx, "bench-pilot-"+jobID, wargv, count)
 	for _, r := range refs {
 		fmt.Fprintln(stdout, string(r))
 	}
 	if err != nil {
 		return exitWith(exitFailed, fmt.Errorf("submitted %d of %d pilot workers: %w", len(refs), count, err))
+	}
+	if conn.url != "" {
+		fmt.Fprintf(os.Stderr, "bench: started %d pilot workers of %s on %s\n", len(refs), serve.RedactURL(conn.url), eng.Name())
+		return nil
 	}
 	fmt.Fprintf(os.Stderr, "bench: started %d pilot workers for experiment %s on %s\n", len(refs), experiment, eng.Name())
 	return nil

@@ -85,7 +85,7 @@ func serveSettings(l *configs.Launch) (serveConfig, error) {
 // the scheduler runs on the pool's runners. It returns the address
 // listened on.
 func startServer(ctx context.Context, stderr io.Writer, c serveConfig, exp storage.Experiment, pool *serve.Pool) (string, <-chan error, error) {
-	tok, err := serve.ReadToken(c.tokenFile)
+	tok, err := readAccessToken(c.tokenFile)
 	if err != nil {
 		return "", nil, err
 	}
@@ -221,7 +221,7 @@ func connectWorker(stdout, stderr io.Writer, url, caFile string, argv []string) 
 	if c.tokenFile == "" {
 		return exitWith(exitUsage, errors.New("bench worker --connect needs --token-file FILE"))
 	}
-	tok, err := serve.ReadToken(c.tokenFile)
+	tok, err := readAccessToken(c.tokenFile)
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}

@@ -133,9 +133,9 @@ runners, and the driver keeps that many trials queued for the live workers
 
 With --connect URL the worker needs no database: it pulls trials from a
 bench serve (or a bench run --serve) over HTTP, presenting the access token
-of --token-file, runs them with its own configs (the environment and
-services of the run options; --storage is not used) and pushes the
-outcomes back. It renews its leases while trials run, reconnects with
+of --token-file (a file, or env:NAME for an environment variable), runs
+them with its own configs (the environment and services of the run
+options; --storage is not used) and pushes the outcomes back. It renews its leases while trials run, reconnects with
 backoff when the server restarts, hands its unfinished trials back when
 interrupted, and exits once the experiment is over. --tls-ca trusts the
 certificate authority of a server with a self-signed certificate.
