@@ -538,8 +538,8 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 	metrics := map[string]any{}
 	var notes []string
 	var runUsage *usage
-	prog := e.startProgress(ctx, dir)
 	if len(e.script.Run) > 0 {
+		prog := e.startProgress(ctx, dir)
 		res, err := e.runLinesLive(ctx, "run", dir, prog.live())
 		notes = append(notes, prog.stop()...)
 		if err != nil {
