@@ -56,16 +56,16 @@ func init() {
 var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey, ShellLinesKey, "progress_file", "progress_poll_interval"}
 
 type rawLocal struct {
-	TempDir           *string       `json:"temp_dir"`
-	DumpParamsFile    *string       `json:"dump_params_file"`
-	DumpMetaFile      *string       `json:"dump_meta_file"`
-	ReadResultsFile   *string       `json:"read_results_file"`
-	ReadTelemetryFile *string       `json:"read_telemetry_file"`
-	Measurements      *bool         `json:"bench_measurements"`
-	ReuseSetup        any           `json:"bench_reuse_setup"` // read by environments.Base
-	ShellLines        any           `json:"bench_shell_lines"` // read by shellLines
-	Upload            []rawTransfer `json:"upload"`
-	Download          []rawTransfer `json:"download"`
+	TempDir           *string          `json:"temp_dir"`
+	DumpParamsFile    *string          `json:"dump_params_file"`
+	DumpMetaFile      *string          `json:"dump_meta_file"`
+	ReadResultsFile   *string          `json:"read_results_file"`
+	ReadTelemetryFile *string          `json:"read_telemetry_file"`
+	Measurements      *bool            `json:"bench_measurements"`
+	ReuseSetup        any              `json:"bench_reuse_setup"` // read by environments.Base
+	ShellLines        any              `json:"bench_shell_lines"` // read by shellLines
+	Upload            []rawTransfer    `json:"upload"`
+	Download          []rawTransfer    `json:"download"`
 	ProgressFile      *string          `json:"progress_file"`
 	ProgressPoll      *decode.Duration `json:"progress_poll_interval"`
 }
@@ -89,10 +89,10 @@ type Env struct {
 	// progress_poll_interval (progress.go).
 	progressFile string
 	progressPoll time.Duration
-	measureCfg    *bool // bench_measurements in the config; nil: not given
-	verbatim      bool  // bench_shell_lines "verbatim"
-	loader        *configs.Loader
-	log           *slog.Logger
+	measureCfg   *bool // bench_measurements in the config; nil: not given
+	verbatim     bool  // bench_shell_lines "verbatim"
+	loader       *configs.Loader
+	log          *slog.Logger
 
 	// LocalFileShareEnv only.
 	fileShare bool
