@@ -178,6 +178,10 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 	// before the outcome.
 	pw := newProgressWriter(ctx, s.exp, j.t.ID, s.log)
 	spec.Progress = chain(pw.add, spec.Progress)
+	if j.act != nil {
+		// A report is a sign of life (idle_timeout).
+		spec.Progress = chain(func(trial.Progress) { j.act.Touch() }, spec.Progress)
+	}
 	var out trial.Outcome
 	if rec, ok := j.runner.(Recoverer); ok && j.t.Job != nil && j.t.Job.Engine == rec.Engine() {
 		// The trial's job outlived an earlier bench: follow it.
