@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"sort"
@@ -29,12 +30,16 @@ var exportFixed = []string{"experiment_id", "trial_id", "status", "config_id", "
 // ExportTable builds the tidy table of an experiment's trials: ids,
 // status, timestamps (RFC 3339, UTC), duration, each tunable as
 // config.NAME, each result as result.NAME (numbers where they are
-// numeric) and, per telemetry metric, telemetry.NAME.mean, .min and .max
-// over the trial's numeric samples.
+// numeric), per telemetry metric, telemetry.NAME.mean, .min and .max
+// over the trial's numeric samples, and per progress metric (telemetry
+// with a step) progress.NAME.last (the value at the largest step),
+// .last_step and .reports.
 func ExportTable(ctx context.Context, exp storage.Experiment, trials []storage.Trial) (*Table, error) {
 	params, results := map[string]bool{}, map[string]bool{}
 	tele := make([]map[string][]float64, len(trials))
 	teleNames := map[string]bool{}
+	prog := make([]map[string]progressCell, len(trials))
+	progNames := map[string]bool{}
 	for i, t := range trials {
 		for k := range t.Params {
 			params[k] = true
@@ -47,7 +52,14 @@ func ExportTable(ctx context.Context, exp storage.Experiment, trials []storage.T
 			return nil, err
 		}
 		tm := map[string][]float64{}
+		prog[i] = progressOf(d.Telemetry)
+		for m := range prog[i] {
+			progNames[m] = true
+		}
 		for _, s := range d.Telemetry {
+			if s.Step != nil {
+				continue // progress: progress.* columns
+			}
 			if f, ok := number(s.Value); ok {
 				tm[s.Metric] = append(tm[s.Metric], f)
 				teleNames[s.Metric] = true
@@ -55,7 +67,7 @@ func ExportTable(ctx context.Context, exp storage.Experiment, trials []storage.T
 		}
 		tele[i] = tm
 	}
-	pn, rn, tn := sorted(params), sorted(results), sorted(teleNames)
+	pn, rn, tn, gn := sorted(params), sorted(results), sorted(teleNames), sorted(progNames)
 	tb := &Table{Columns: append([]string(nil), exportFixed...)}
 	for _, p := range pn {
 		tb.Columns = append(tb.Columns, "config."+p)
@@ -65,6 +77,9 @@ func ExportTable(ctx context.Context, exp storage.Experiment, trials []storage.T
 	}
 	for _, m := range tn {
 		tb.Columns = append(tb.Columns, "telemetry."+m+".mean", "telemetry."+m+".min", "telemetry."+m+".max")
+	}
+	for _, m := range gn {
+		tb.Columns = append(tb.Columns, "progress."+m+".last", "progress."+m+".last_step", "progress."+m+".reports")
 	}
 	for i, t := range trials {
 		row := []any{t.ExperimentID, int64(t.ID), t.Status.String(), t.ConfigID, t.ConfigHash, optInt(t.TrialRunnerID),
@@ -110,6 +125,13 @@ func ExportTable(ctx context.Context, exp storage.Experiment, trials []storage.T
 				lo, hi = math.Min(lo, x), math.Max(hi, x)
 			}
 			row = append(row, sum/float64(len(xs)), lo, hi)
+		}
+		for _, m := range gn {
+			if c, ok := prog[i][m]; ok {
+				row = append(row, c.last, c.step, c.n)
+			} else {
+				row = append(row, nil, nil, nil)
+			}
 		}
 		tb.Rows = append(tb.Rows, row)
 	}
@@ -259,4 +281,36 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, "]\n")
 	return err
+}
+
+// progressCell sums up a metric's progress: its value at the largest
+// step (the latest report of that step), that step, and how many reports
+// gave it.
+type progressCell struct {
+	last any
+	step int64
+	n    int64
+}
+
+func progressOf(tel []storage.Telemetry) map[string]progressCell {
+	out := map[string]progressCell{}
+	for _, t := range tel {
+		if t.Step == nil {
+			continue
+		}
+		c, seen := out[t.Metric]
+		c.n++
+		if !seen || *t.Step >= c.step {
+			c.step = *t.Step
+			if f, ok := number(t.Value); ok {
+				c.last = f
+			} else if t.Value == nil {
+				c.last = nil
+			} else {
+				c.last = fmt.Sprint(t.Value)
+			}
+		}
+		out[t.Metric] = c
+	}
+	return out
 }

@@ -209,6 +209,8 @@ func (r *Runner) wait(ctx context.Context, spec schedulers.Spec, ref Ref) (State
 	if n, ok := r.eng.(Notifier); ok {
 		ended = n.Ended(ref)
 	}
+	// The trial's progress file (progress.go), read at each poll.
+	pf := newProgressFollower(r.eng, ref, spec.Progress, r.log.With("trial", spec.TrialID))
 	var (
 		progress   string
 		progressAt = time.Now()
@@ -242,6 +244,7 @@ func (r *Runner) wait(ctx context.Context, spec schedulers.Spec, ref Ref) (State
 			continue
 		}
 		failingAt = time.Time{}
+		pf.read(ctx, st.Phase.Final())
 		if st.Phase.Final() {
 			return st, nil
 		}

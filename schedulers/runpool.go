@@ -181,6 +181,14 @@ func (d *dispatch) startStored(ctx context.Context, id, runnerID int) error {
 func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 	s := d.s
 	defer j.cancel(nil)
+	// The trial's progress is stored as it comes (progress.go), all of it
+	// before the outcome.
+	pw := newProgressWriter(ctx, s.exp, j.t.ID, s.log)
+	spec.Progress = chain(pw.add, spec.Progress)
+	if j.act != nil {
+		// A report is a sign of life (idle_timeout).
+		spec.Progress = chain(func(trial.Progress) { j.act.Touch() }, spec.Progress)
+	}
 	var out trial.Outcome
 	if rec, ok := j.runner.(Recoverer); ok && j.t.Job != nil && j.t.Job.Engine == rec.Engine() {
 		// The trial's job outlived an earlier bench: follow it.
@@ -193,6 +201,7 @@ func (d *dispatch) run(ctx, jctx context.Context, j *job, spec Spec) {
 		}
 		out = j.runner.Run(jctx, spec)
 	}
+	pw.close()
 	if ctx.Err() != nil {
 		// Interrupted: leave the trial unfinished so that a resume runs it
 		// again; nothing of this partial run is stored.

@@ -143,6 +143,13 @@ type Experiment interface {
 	// polls with the returned number sees every change, in commit order,
 	// and reads nothing when nothing changed.
 	Changes(ctx context.Context, since int64) ([]Trial, int64, error)
+	// AddProgress stores intermediate results of a trial (trial.Progress,
+	// usually while it runs) as telemetry with their step; a zero Ts is
+	// stored as now. A (ts, metric) already stored for the trial keeps its
+	// value. Any process may add progress to any trial of the experiment
+	// (no owner check), finished or not; an unknown trial gives
+	// ErrNotFound. Progress is not a change of the change feed.
+	AddProgress(ctx context.Context, trialID int, reports []trial.Progress) error
 	// Trial returns one trial with its telemetry, captured output and
 	// status history (ErrNotFound when there is none).
 	Trial(ctx context.Context, trialID int) (TrialDetail, error)

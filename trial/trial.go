@@ -66,6 +66,9 @@ type Telemetry struct {
 	Ts     time.Time `json:"ts"`
 	Metric string    `json:"metric"`
 	Value  any       `json:"value"`
+	// Step is the progress step of an intermediate result (trial.Progress
+	// stored as telemetry); nil for plain telemetry.
+	Step *int64 `json:"step,omitempty"`
 }
 
 // Output is the captured output of one command of a trial.

@@ -138,6 +138,7 @@ func execTrial(ctx context.Context, stderr io.Writer, requestURL, outcomeURL str
 	// A fresh process: the environment remembers no earlier setup, so an
 	// environment with bench_reuse_setup always sets up here.
 	slog.Info("bench exec-trial: running", "experiment", req.ExperimentID, "trial", req.TrialID, "host", hostname())
+	defer reportProgressBeside(outcomeURL, &spec)()
 	out := runner.Run(ctx, spec)
 	// The outcome is stored (shared storage) and written (the outcome
 	// file) from here: without secrets.

@@ -23,7 +23,10 @@ duration_s, retry_of, failure_reason, reused_from and
 reused_from_experiment (set on a row that is a reused copy of trial N:
 its result is that trial's, not a new measurement), then each tunable (config.NAME),
 each result (result.NAME) and, per telemetry metric, its mean, min and
-max over the trial (telemetry.NAME.mean, .min, .max). Missing values are
+max over the trial (telemetry.NAME.mean, .min, .max), and per progress
+metric (intermediate results, telemetry with a step) its value at the
+largest step, that step and its number of reports (progress.NAME.last,
+.last_step, .reports). Missing values are
 empty in CSV and null in JSON, so that pandas (read_csv, read_json) and R
 (read.csv, jsonlite::fromJSON) read the file as it is. The file is also a
 baseline for bench ci and bench compare.`,

@@ -109,9 +109,9 @@ func writeTrialDetail(w io.Writer, expID string, d storage.TrialDetail) {
 		}
 		section(w, "Results", res)
 	}
-	if len(d.Telemetry) > 0 {
-		fmt.Fprintf(w, "\nTelemetry (%d readings):\n", len(d.Telemetry))
-		for _, t := range d.Telemetry {
+	if plain := writeProgress(w, d.Telemetry); len(plain) > 0 {
+		fmt.Fprintf(w, "\nTelemetry (%d readings):\n", len(plain))
+		for _, t := range plain {
 			fmt.Fprintf(w, "  %s  %s = %v\n", t.Ts.Local().Format(time.RFC3339Nano), t.Metric, t.Value)
 		}
 	}

@@ -54,6 +54,9 @@ type Harness struct {
 	// NotIdempotent, when set, says why a second Submit of the same job
 	// submits again (the case is skipped with it).
 	NotIdempotent string
+	// NoProgress, when set, says why the engine cannot read a running
+	// job's progress (the case is skipped with it).
+	NoProgress string
 }
 
 // Run runs every case of the suite on the harness's engine.
@@ -65,16 +68,23 @@ func Run(t *testing.T, h Harness) {
 	t.Run("OutsideCancel", func(t *testing.T) { t.Parallel(); outsideCancel(t, h) })
 	t.Run("TimeLimit", func(t *testing.T) { t.Parallel(); timeLimit(t, h) })
 	t.Run("IdempotentResubmit", func(t *testing.T) { t.Parallel(); idempotent(t, h) })
+	t.Run("Progress", func(t *testing.T) { t.Parallel(); progress(t, h) })
 }
 
 // runScript does what $marker_dir/mode-$trial_id says: "sleep N" (quiet),
-// or nothing; then writes the score (the trial id).
+// "progress" (reports step 0, waits for $marker_dir/gate-$trial_id, then
+// reports step 1), or nothing; then writes the score (the trial id).
 const runScript = `#!/bin/sh
 set -e
 echo "$trial_id" >> "$marker_dir/started"
 mode=$(cat "$marker_dir/mode-$trial_id" 2>/dev/null || true)
 case "$mode" in
 sleep*) touch "$marker_dir/running-$trial_id"; sleep ${mode#sleep } ;;
+progress)
+	echo "BENCH_PROGRESS step=0 loss=0.9"
+	i=0; while [ ! -e "$marker_dir/gate-$trial_id" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done
+	[ -e "$marker_dir/gate-$trial_id" ] || { echo "no progress seen while running" >&2; exit 9; }
+	echo "BENCH_PROGRESS step=1 loss=0.5" ;;
 esac
 printf 'metric,value\nscore,%s\n' "$trial_id" > results.csv
 `
@@ -99,7 +109,7 @@ func newExperiment(t *testing.T, h Harness, config map[string]any) *experiment {
 	}
 	write("env.jsonc", `{"name": "suite", "class": "mlos_bench.environments.local.LocalEnv",
 		"config": {"const_args": {"marker_dir": "`+dir+`"}, "shell_env_params": ["trial_id", "marker_dir"],
-			"run": ["run.sh"], "read_results_file": "results.csv"}}`, 0o644)
+			"run": ["run.sh"], "read_results_file": "results.csv", "progress_pattern": "^BENCH_PROGRESS\\b"}}`, 0o644)
 	write("run.sh", runScript, 0o755)
 	return &experiment{dir: dir, eng: h.New(t, dir, config)}
 }
@@ -349,5 +359,41 @@ func idempotent(t *testing.T, h Harness) {
 	}
 	if n := x.starts(1); n != 1 {
 		t.Errorf("the script ran %d times after two submissions of the same attempt, want 1", n)
+	}
+}
+
+// progress: a job's progress reaches Spec.Progress while the job runs
+// (the script waits for the driver to have seen step 0 before it goes
+// on), in step order, with the far side's times.
+func progress(t *testing.T, h Harness) {
+	if h.NoProgress != "" {
+		t.Skip(h.NoProgress)
+	}
+	x := newExperiment(t, h, nil)
+	x.mode(t, 1, "progress")
+	var (
+		mu  sync.Mutex
+		got []trial.Progress
+	)
+	s := spec(1, &handles{})
+	s.Progress = func(p trial.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p)
+		if p.Step == 0 {
+			_ = os.WriteFile(filepath.Join(x.dir, "gate-1"), nil, 0o644)
+		}
+	}
+	out := x.runner(engines.Common{}).Run(t.Context(), s)
+	if out.Status != trial.SUCCEEDED {
+		t.Fatalf("outcome %s (%s), want SUCCEEDED", out.Status, out.FailureReason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Step != 0 || got[1].Step != 1 || got[0].Values["loss"] != 0.9 || got[1].Values["loss"] != 0.5 {
+		t.Fatalf("progress %+v, want steps 0 and 1", got)
+	}
+	if got[0].Ts.IsZero() || got[1].Ts.Before(got[0].Ts) {
+		t.Errorf("progress times %v, %v: want the far side's, in order", got[0].Ts, got[1].Ts)
 	}
 }

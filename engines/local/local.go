@@ -110,7 +110,7 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	if earlier, ok := e.earlier(base, name, r); ok {
 		return json.Marshal(earlier)
 	}
-	for _, f := range []string{r.Outcome, r.Log, r.Exit, base + ".job"} {
+	for _, f := range []string{r.Outcome, engines.ProgressPath(r.Outcome), r.Log, r.Exit, base + ".job"} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
@@ -347,3 +347,16 @@ var (
 	_ engines.PilotSubmitter = (*Engine)(nil)
 	_ engines.Notifier       = (*Engine)(nil)
 )
+
+// ReadProgress reads the job's progress file (engines.ProgressReader).
+func (e *Engine) ReadProgress(_ context.Context, raw engines.Ref, offset int64) ([]byte, error) {
+	r, err := decodeRef(raw)
+	if err != nil {
+		return nil, err
+	}
+	p := engines.ProgressPath(r.Outcome)
+	if p == "" {
+		return nil, nil
+	}
+	return engines.ReadFileFrom(p, offset)
+}

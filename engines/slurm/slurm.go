@@ -389,7 +389,7 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 			return json.Marshal(r)
 		}
 	}
-	for _, f := range []string{r.Outcome, r.Log} {
+	for _, f := range []string{r.Outcome, engines.ProgressPath(r.Outcome), r.Log} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
@@ -829,3 +829,17 @@ var (
 	_ engines.Engine         = (*Engine)(nil)
 	_ engines.PilotSubmitter = (*Engine)(nil)
 )
+
+// ReadProgress reads the job's progress file in the shared folder
+// (engines.ProgressReader).
+func (e *Engine) ReadProgress(_ context.Context, raw engines.Ref, offset int64) ([]byte, error) {
+	r, err := decodeRef(raw)
+	if err != nil {
+		return nil, err
+	}
+	p := engines.ProgressPath(r.Outcome)
+	if p == "" {
+		return nil, nil
+	}
+	return engines.ReadFileFrom(p, offset)
+}

@@ -224,3 +224,25 @@ func (e *Engine) Hosts() []HostStatus {
 	}
 	return out
 }
+
+// ReadProgress reads the job's progress file on its host over SFTP
+// (engines.ProgressReader).
+func (e *Engine) ReadProgress(ctx context.Context, b engines.Ref, offset int64) ([]byte, error) {
+	r, err := decodeRef(b)
+	if err != nil {
+		return nil, err
+	}
+	p := engines.ProgressPath(r.Outcome)
+	if p == "" {
+		return nil, nil
+	}
+	h := e.hostOf(r)
+	if h == nil {
+		return nil, fmt.Errorf("host %s is no longer in the SSH pool's hosts", r.Host)
+	}
+	data, err := h.h.ReadFrom(ctx, p, offset, engines.MaxProgressRead)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}

@@ -111,6 +111,9 @@ func (e *Engine) submitOn(ctx context.Context, h *host, base string, job engines
 	if err := h.h.RemoveAll(ctx, r.Outcome); err != nil {
 		return err
 	}
+	if err := h.h.RemoveAll(ctx, engines.ProgressPath(r.Outcome)); err != nil {
+		return err
+	}
 	script := "exec 2>&1\nexec " + engines.ShellLine(engines.Command(h.bench, r.Request, r.Outcome)) + "\n"
 	return e.start(ctx, h, r.Run, script)
 }

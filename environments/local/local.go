@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -23,6 +24,7 @@ import (
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/environments"
 	"github.com/benchtune/bench/environments/internal/script"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/internal/safeio"
 	"github.com/benchtune/bench/services"
 	svclocal "github.com/benchtune/bench/services/local"
@@ -51,19 +53,21 @@ func init() {
 }
 
 // localKeys are LocalEnv's own config keys (beyond the script keys).
-var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey, ShellLinesKey}
+var localKeys = []string{"temp_dir", "dump_params_file", "dump_meta_file", "read_results_file", "read_telemetry_file", MeasurementsKey, environments.ReuseSetupKey, ShellLinesKey, "progress_file", "progress_poll_interval"}
 
 type rawLocal struct {
-	TempDir           *string       `json:"temp_dir"`
-	DumpParamsFile    *string       `json:"dump_params_file"`
-	DumpMetaFile      *string       `json:"dump_meta_file"`
-	ReadResultsFile   *string       `json:"read_results_file"`
-	ReadTelemetryFile *string       `json:"read_telemetry_file"`
-	Measurements      *bool         `json:"bench_measurements"`
-	ReuseSetup        any           `json:"bench_reuse_setup"` // read by environments.Base
-	ShellLines        any           `json:"bench_shell_lines"` // read by shellLines
-	Upload            []rawTransfer `json:"upload"`
-	Download          []rawTransfer `json:"download"`
+	TempDir           *string          `json:"temp_dir"`
+	DumpParamsFile    *string          `json:"dump_params_file"`
+	DumpMetaFile      *string          `json:"dump_meta_file"`
+	ReadResultsFile   *string          `json:"read_results_file"`
+	ReadTelemetryFile *string          `json:"read_telemetry_file"`
+	Measurements      *bool            `json:"bench_measurements"`
+	ReuseSetup        any              `json:"bench_reuse_setup"` // read by environments.Base
+	ShellLines        any              `json:"bench_shell_lines"` // read by shellLines
+	Upload            []rawTransfer    `json:"upload"`
+	Download          []rawTransfer    `json:"download"`
+	ProgressFile      *string          `json:"progress_file"`
+	ProgressPoll      *decode.Duration `json:"progress_poll_interval"`
 }
 
 type rawTransfer struct {
@@ -81,10 +85,14 @@ type Env struct {
 	dumpMeta      string
 	readResults   string
 	readTelemetry string
-	measureCfg    *bool // bench_measurements in the config; nil: not given
-	verbatim      bool  // bench_shell_lines "verbatim"
-	loader        *configs.Loader
-	log           *slog.Logger
+	// progressFile and progressPoll: bench's progress_file and
+	// progress_poll_interval (progress.go).
+	progressFile string
+	progressPoll time.Duration
+	measureCfg   *bool // bench_measurements in the config; nil: not given
+	verbatim     bool  // bench_shell_lines "verbatim"
+	loader       *configs.Loader
+	log          *slog.Logger
 
 	// LocalFileShareEnv only.
 	fileShare bool
@@ -182,9 +190,17 @@ func build(spec environments.Spec, fileShare bool) (*Env, error) {
 		dumpMeta:      deref(raw.DumpMetaFile),
 		readResults:   deref(raw.ReadResultsFile),
 		readTelemetry: deref(raw.ReadTelemetryFile),
+		progressFile:  deref(raw.ProgressFile),
+		progressPoll:  defaultProgressPoll,
 		measureCfg:    raw.Measurements,
 		fileShare:     fileShare,
 		log:           slog.Default().With("env", spec.Name),
+	}
+	if raw.ProgressPoll != nil {
+		if raw.ProgressPoll.Std() <= 0 {
+			return nil, cfgRef.Child("progress_poll_interval").Errorf("must be a positive duration, e.g. \"500ms\"")
+		}
+		e.progressPoll = raw.ProgressPoll.Std()
 	}
 	for _, d := range []struct{ key, val string }{{"dump_params_file", e.dumpParams}, {"dump_meta_file", e.dumpMeta}} {
 		if err := checkDumpPath(d.val); err != nil {
@@ -457,6 +473,12 @@ func (e *Env) setupWork(ctx context.Context, dir string, measure bool) error {
 
 // runLines runs a phase's script locally with the exported parameters.
 func (e *Env) runLines(ctx context.Context, phase, dir string) (services.ExecResult, error) {
+	return e.runLinesLive(ctx, phase, dir, nil)
+}
+
+// runLinesLive is runLines with live, when not nil, given every output
+// line as it is printed.
+func (e *Env) runLinesLive(ctx context.Context, phase, dir string, live io.Writer) (services.ExecResult, error) {
 	exec, err := script.Need[services.LocalExec](e.Services(), e.Name(), e.Class(), "LocalExec", "LocalExecService")
 	if err != nil {
 		return services.ExecResult{}, err
@@ -471,6 +493,7 @@ func (e *Env) runLines(ctx context.Context, phase, dir string) (services.ExecRes
 		Dir:         dir,
 		LineTimeout: e.script.Timeouts.Line.Std(),
 		Verbatim:    e.verbatim,
+		Live:        live,
 	})
 	script.Record(ctx, e.Name(), phase, res, e.script.MaxOutputBytes)
 	if err != nil {
@@ -516,7 +539,9 @@ func (e *Env) Run(ctx context.Context) environments.Result {
 	var notes []string
 	var runUsage *usage
 	if len(e.script.Run) > 0 {
-		res, err := e.runLines(ctx, "run", dir)
+		prog := e.startProgress(ctx, dir)
+		res, err := e.runLinesLive(ctx, "run", dir, prog.live())
+		notes = append(notes, prog.stop()...)
 		if err != nil {
 			return fail(fmt.Errorf("%s: run: %w", e.who(), err))
 		}

@@ -256,13 +256,25 @@ func (e *RemoteEnv) exec(ctx context.Context, phase string) (services.ExecResult
 	if err != nil {
 		return services.ExecResult{}, err
 	}
-	res, err := rx.RemoteExec(ctx, services.RemoteExecRequest{
+	req := services.RemoteExecRequest{
 		Script:      e.script.Lines(phase),
 		Params:      params,
 		Env:         env,
 		CommandName: script.CommandName(e.Name(), phase),
 		Timeout:     e.script.Timeouts.Phase(phase),
-	})
+	}
+	var prog *script.Progress
+	if phase == "run" && e.script.ProgressPattern != nil {
+		// progress_pattern: the run's progress lines as the service
+		// passes them on (SSH: as they are printed).
+		if prog = script.NewProgress(environments.ProgressFrom(ctx), e.script.ProgressPattern); prog != nil {
+			req.Live = prog
+		}
+	}
+	res, err := rx.RemoteExec(ctx, req)
+	if n, perr := prog.Err(); n > 0 {
+		e.log.Warn("progress lines that could not be read were skipped", "count", n, "first", perr)
+	}
 	script.Record(ctx, e.Name(), phase, res, e.script.MaxOutputBytes)
 	if err != nil {
 		return res, script.TimeoutError(ctx, err)

@@ -79,11 +79,13 @@ func (s *Store) openMlosReadOnly(ctx context.Context) (done bool, err error) {
 }
 
 // laterAddedCols and laterTables are what bench's migrations after
-// mlosAdoptVersion add (00005_change_feed: trial.bench_seq, bench_feed), so
+// mlosAdoptVersion add (00005_change_feed: trial.bench_seq, bench_feed;
+// 00006_progress_step: trial_telemetry.step), so
 // the read-only connection sees the columns and tables an adopted database
 // would have. A migration added later must be reflected here too.
 var laterAddedCols = []struct{ table, column, def string }{
 	{"trial", "bench_seq", "{BIGINT}"},
+	{"trial_telemetry", "step", "{BIGINT}"},
 }
 
 const laterTables = `CREATE TEMP TABLE bench_feed (exp_id TEXT NOT NULL PRIMARY KEY, seq {BIGINT} NOT NULL)`

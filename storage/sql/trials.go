@@ -484,30 +484,9 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 		}
 		results = append(results, []any{e.info.ID, trialID, name, v})
 	}
-	type telKey struct {
-		ts     time.Time
-		metric string
-	}
-	seen := map[telKey]bool{}
-	telemetry := make([][]any, 0, len(out.Telemetry))
-	for i, t := range out.Telemetry {
-		name := clean(strings.TrimSpace(t.Metric))
-		if name == "" {
-			return nil, fmt.Errorf("%w: trial %d: telemetry %d has no metric name", storage.ErrInvalid, trialID, i)
-		}
-		if t.Ts.IsZero() {
-			return nil, fmt.Errorf("%w: trial %d: telemetry %d (%s) has no timestamp", storage.ErrInvalid, trialID, i, name)
-		}
-		tts := normTime(t.Ts)
-		if seen[telKey{tts, name}] {
-			continue
-		}
-		seen[telKey{tts, name}] = true
-		v, err := storedValue(t.Value)
-		if err != nil {
-			return nil, fmt.Errorf("trial %d: telemetry %q: %w", trialID, name, err)
-		}
-		telemetry = append(telemetry, []any{e.info.ID, trialID, e.s.dialect.ts(tts), name, v})
+	telemetry, err := e.telemetryRows(trialID, out.Telemetry)
+	if err != nil {
+		return nil, err
 	}
 	output := make([][]any, 0, len(out.Output))
 	for i, o := range out.Output {
@@ -547,8 +526,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) err
 	if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, fin.results, ""); err != nil {
 		return err
 	}
-	if err := r.insertRows(ctx, "trial_telemetry", []string{"exp_id", "trial_id", "ts", "metric_id", "metric_value"}, fin.telemetry,
-		e.s.dialect.ignoreDup("exp_id, trial_id, ts, metric_id")); err != nil {
+	if err := e.insertTelemetry(ctx, r, fin.telemetry); err != nil {
 		return err
 	}
 	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
@@ -787,13 +765,18 @@ func (e *experiment) Trial(ctx context.Context, trialID int) (storage.TrialDetai
 				ts dbTime
 				m  string
 				v  dbsql.NullString
+				st dbsql.NullInt64
 			)
-			if err := rows.Scan(&ts, &m, &v); err != nil {
+			if err := rows.Scan(&ts, &m, &v, &st); err != nil {
 				return err
 			}
-			d.Telemetry = append(d.Telemetry, storage.Telemetry{Ts: ts.t, Metric: m, Value: storage.ParseValue(v.String, !v.Valid)})
+			tel := storage.Telemetry{Ts: ts.t, Metric: m, Value: storage.ParseValue(v.String, !v.Valid)}
+			if st.Valid {
+				tel.Step = &st.Int64
+			}
+			d.Telemetry = append(d.Telemetry, tel)
 			return nil
-		}, `SELECT ts, metric_id, metric_value FROM trial_telemetry WHERE exp_id = ? AND trial_id = ? ORDER BY ts, metric_id`, key...)
+		}, `SELECT ts, metric_id, metric_value, step FROM trial_telemetry WHERE exp_id = ? AND trial_id = ? ORDER BY ts, metric_id`, key...)
 		if err != nil {
 			return fmt.Errorf("storage: load telemetry of trial %d: %w", trialID, err)
 		}

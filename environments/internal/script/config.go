@@ -22,7 +22,7 @@ var CommonKeys = []string{"tunable_params", "required_args", "const_args"}
 
 // ScriptKeys are the config keys of a script environment.
 var ScriptKeys = []string{"setup", "run", "teardown", "results_stdout_pattern",
-	"shell_env_params", "shell_env_params_rename", "timeouts", "max_output_bytes"}
+	"shell_env_params", "shell_env_params_rename", "timeouts", "max_output_bytes", "progress_pattern"}
 
 // Timeouts bound the phases of an environment (bench's "timeouts" config
 // key). Zero means no limit.
@@ -64,6 +64,9 @@ type Config struct {
 	// MaxOutputBytes bounds what is recorded of each stream of each
 	// command (0: what the service kept).
 	MaxOutputBytes int
+	// ProgressPattern marks the run's output lines that report progress
+	// (bench's progress_pattern; nil: none). See CompileProgressPattern.
+	ProgressPattern *regexp.Regexp
 }
 
 // Lines returns the script of a phase.
@@ -91,6 +94,7 @@ type rawScript struct {
 	ShellEnvParamsRename map[string]string `json:"shell_env_params_rename"`
 	Timeouts             *Timeouts         `json:"timeouts"`
 	MaxOutputBytes       *int              `json:"max_output_bytes"`
+	ProgressPattern      *string           `json:"progress_pattern"`
 }
 
 // DecodeKeys decodes cfg into out one key at a time, so that an error
@@ -154,6 +158,13 @@ func Parse(cfg map[string]any, ref source.Ref, extra ...string) (*Config, error)
 			return nil, ref.Child("results_stdout_pattern").Errorf("%v", err)
 		}
 		c.Pattern = re
+	}
+	if raw.ProgressPattern != nil {
+		re, err := CompileProgressPattern(*raw.ProgressPattern)
+		if err != nil {
+			return nil, ref.Child("progress_pattern").Errorf("%v", err)
+		}
+		c.ProgressPattern = re
 	}
 	if raw.Timeouts != nil {
 		c.Timeouts = *raw.Timeouts

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/schedulers"
+)
+
+// reportProgressBeside makes the trial's progress (spec.Progress) go to
+// the progress file beside the outcome file (engines.ProgressPath), which
+// the driver reads while the job runs. Outcomes that are not local paths
+// (AWS Batch's s3://) get none. The returned func closes the file.
+func reportProgressBeside(outcomeURL string, spec *schedulers.Spec) func() {
+	path := engines.ProgressPath(outcomeURL)
+	if path == "" {
+		return func() {}
+	}
+	w, err := engines.NewProgressWriter(path)
+	if err != nil {
+		slog.Warn("bench exec-trial: cannot create the progress file; the trial's progress is not reported", "file", path, "err", err)
+		return func() {}
+	}
+	spec.Progress = w.Add
+	return func() { _ = w.Close() }
+}
