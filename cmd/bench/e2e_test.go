@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -533,10 +534,11 @@ func TestBuiltInMeasurementAsTarget(t *testing.T) {
 	if len(rows) != 8 {
 		t.Fatalf("%d rows", len(rows))
 	}
-	var minX, maxX float64 = 101, -1
-	var wallMinX, wallMaxX float64
+	minX, wallMinX := 101.0, 0.0
+	fastest := math.Inf(1)
 	for _, row := range rows {
 		x, wall := atof(t, row["config.xv"]), atof(t, row["result.bench.e2e.run.wall_s"])
+		fastest = math.Min(fastest, wall)
 		// The script sleeps xv/400 s; it also starts a shell and awk.
 		if wall < x/400 || wall > x/400+0.5 {
 			t.Errorf("trial %s: xv %v, wall %v s", row["trial"], x, wall)
@@ -547,15 +549,12 @@ func TestBuiltInMeasurementAsTarget(t *testing.T) {
 		if x < minX {
 			minX, wallMinX = x, wall
 		}
-		if x > maxX {
-			maxX, wallMaxX = x, wall
-		}
 	}
-	if maxX-minX >= 20 && wallMinX >= wallMaxX {
-		t.Errorf("xv %v took %v s, xv %v took %v s", minX, wallMinX, maxX, wallMaxX)
-	}
-	if atof(t, fmt.Sprint(sum.BestScores["bench.e2e.run.wall_s"])) > wallMinX+0.01 {
-		t.Errorf("best wall %v, but xv %v took %v s", sum.BestScores["bench.e2e.run.wall_s"], minX, wallMinX)
+	// Each wall time is checked against its own sleep above; which trial
+	// was fastest is up to the machine's load, but the best reported is
+	// the fastest measured.
+	if best := atof(t, fmt.Sprint(sum.BestScores["bench.e2e.run.wall_s"])); best > fastest+1e-9 || best < fastest-1e-9 {
+		t.Errorf("best wall %v, but the fastest trial took %v s (xv %v took %v s)", best, fastest, minX, wallMinX)
 	}
 }
 

@@ -422,10 +422,16 @@ func newEngine(_ context.Context, p engines.Params) (*Engine, error) {
 	}
 	e.expLabel = labelSafe(p.ExperimentID)
 	if p.ValidateOnly {
-		// bench validate: the config is checked; the kubeconfig is read
-		// (a missing one is a config error) but nothing is contacted.
-		if _, err := e.restConfig(); err != nil {
-			return nil, err
+		// bench validate: the config is checked; a kubeconfig the config
+		// names is read (a missing or broken one is a config error), but
+		// nothing is contacted. Without one named, where the cluster is
+		// ($KUBECONFIG, ~/.kube/config, in-cluster) belongs to the machine
+		// that runs the experiment, not to the config: it is looked for
+		// when the engine starts.
+		if c.Kubeconfig != "" {
+			if _, err := e.restConfig(); err != nil {
+				return nil, err
+			}
 		}
 		return e, nil
 	}

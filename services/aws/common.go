@@ -119,6 +119,11 @@ func (p poller) wait(ctx context.Context, what string, check func(ctx context.Co
 		}
 		done, err := check(ctx)
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) && !errors.Is(err, services.ErrTimeout) {
+				// The deadline came while a request was in flight: still
+				// the wait's time limit, not an AWS error.
+				return fmt.Errorf("waiting for %s: %w", what, errors.Join(services.ErrTimeout, err, context.DeadlineExceeded))
+			}
 			return err
 		}
 		if done {

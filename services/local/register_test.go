@@ -116,7 +116,7 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown key", `{"class": "mlos_bench.services.LocalExecService",
   "config": {"bogus": 1}}`, nil, []string{"svc.jsonc:2:", "/config/bogus", `unknown config key "bogus"`, "abort_on_error"}},
 		{"wrong type", `{"class": "mlos_bench.services.LocalExecService",
-  "config": {"abort_on_error": "yes"}}`, nil, []string{"svc.jsonc:2:", "/config/abort_on_error", "bool"}},
+  "config": {"abort_on_error": "maybe"}}`, nil, []string{"svc.jsonc:2:", "/config/abort_on_error", "bool"}},
 		{"bad max_output_bytes", `{"class": "mlos_bench.services.LocalExecService",
   "config": {"max_output_bytes": 0}}`, nil, []string{"/config/max_output_bytes", "positive"}},
 		{"temp dir context knows no abort_on_error", `{"class": "mlos_bench.services.local.temp_dir_context.TempDirContextService",
