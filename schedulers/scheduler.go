@@ -130,6 +130,7 @@ type Scheduler struct {
 	o       Options
 	log     *slog.Logger
 	stats   Stats
+	pruning *pruning // early stopping (prune.go); nil: none
 }
 
 // New returns a scheduler. exp is the experiment as opened from storage;
