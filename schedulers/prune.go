@@ -27,7 +27,7 @@ const (
 // trial is stored CANCELED (mlos_bench's Status has no PRUNED, so an
 // mlos_bench reading the database sees a cancelled trial), with the
 // reason "run: pruned: <why>" (the runner's step prefix first).
-const PrunedReasonPrefix = "pruned: "
+const PrunedReasonPrefix = trial.PrunedMark
 
 // PrunerConfig is the scheduler's "pruner" key (bench only; absent or ""
 // = no early stopping, mlos_bench's behaviour).

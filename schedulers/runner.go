@@ -138,6 +138,7 @@ func (r *LocalRunner) Close() error { return r.Cgroup.Close() }
 func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 	rec := &environments.Recorder{}
 	ctx = environments.WithRecorder(ctx, rec)
+	ctx = environments.WithProgress(ctx, spec.Progress) // environments report intermediate results
 	if len(spec.ProcessEnv) > 0 {
 		ctx = services.WithProcessEnv(ctx, spec.ProcessEnv)
 	}
