@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/schedulers/prune"
+	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -158,8 +159,10 @@ type pruning struct {
 }
 
 // pruner returns the scheduler's pruning, made on first use (from the
-// dispatcher's goroutine), or nil when no pruner is configured.
-func (s *Scheduler) pruner() *pruning {
+// dispatcher's goroutine), or nil when no pruner is configured. On a
+// resumed experiment it is rebuilt from the stored progress of the
+// finished trials (Options.PastProgress).
+func (s *Scheduler) pruner(ctx context.Context) *pruning {
 	if s.pruning != nil || s.cfg.Pruner.Kind == "" {
 		return s.pruning
 	}
@@ -176,15 +179,76 @@ func (s *Scheduler) pruner() *pruning {
 		}
 	}
 	s.pruning = &pruning{p: pc.newPruner(), metric: metric, max: maxi, pruned: map[int]bool{}}
+	if s.o.PastProgress != nil && s.exp != nil {
+		if n, err := s.pruning.rebuild(ctx, s.exp, s.o.PastProgress); err != nil {
+			s.log.Warn("early stopping: could not read the stored progress of earlier trials; the pruner starts without them", "err", err)
+		} else if n > 0 {
+			s.log.Info("early stopping: pruner rebuilt from the stored progress of earlier trials", "trials", n)
+		}
+	}
 	return s.pruning
+}
+
+// pastReport is one stored progress report of a finished trial.
+type pastReport struct {
+	id int
+	p  trial.Progress
+}
+
+// rebuild replays the stored progress of the experiment's finished trials
+// into the pruner, in the order the reports were measured (time, then
+// trial, then step), and marks those trials ended; the pruner's decisions
+// during the replay are dropped. Unfinished trials run again from their
+// first step and report anew. It returns how many trials were replayed.
+func (pr *pruning) rebuild(ctx context.Context, exp interface {
+	Trials(context.Context, storage.TrialFilter) ([]storage.Trial, error)
+}, past func(context.Context, int) ([]trial.Progress, error)) (int, error) {
+	trs, err := exp.Trials(ctx, storage.TrialFilter{})
+	if err != nil {
+		return 0, err
+	}
+	var reps []pastReport
+	var done []int
+	for _, t := range trs {
+		if !t.Finished() {
+			continue
+		}
+		ps, err := past(ctx, t.ID)
+		if err != nil {
+			return 0, fmt.Errorf("trial %d: %w", t.ID, err)
+		}
+		for _, p := range ps {
+			reps = append(reps, pastReport{t.ID, p})
+		}
+		done = append(done, t.ID)
+	}
+	slices.SortStableFunc(reps, func(a, b pastReport) int {
+		if c := a.p.Ts.Compare(b.p.Ts); c != 0 {
+			return c
+		}
+		if a.id != b.id {
+			return a.id - b.id
+		}
+		return int(a.p.Step - b.p.Step)
+	})
+	for _, r := range reps {
+		if v, ok := trial.Numeric(r.p.Values[pr.metric]); ok {
+			pr.p.Report(r.id, r.p.Step, prune.Sign(v, pr.max))
+		}
+	}
+	for _, id := range done {
+		pr.p.Done(id)
+		pr.pruned[id] = true // no more reports are judged for it
+	}
+	return len(done), nil
 }
 
 // pruneProgress wraps a trial's Progress listener (next, possibly nil) so
 // that each report is also judged by the pruner; a trial it stops has its
 // context cancelled with a cause wrapping trial.ErrPruned (runners stop
 // it as a timed-out one and end it CANCELED, reason "pruned: ...").
-func (s *Scheduler) pruneProgress(id int, next func(trial.Progress), cancel context.CancelCauseFunc) func(trial.Progress) {
-	pr := s.pruner()
+func (s *Scheduler) pruneProgress(ctx context.Context, id int, next func(trial.Progress), cancel context.CancelCauseFunc) func(trial.Progress) {
+	pr := s.pruner(ctx)
 	if pr == nil || pr.p == nil || pr.metric == "" {
 		return next
 	}

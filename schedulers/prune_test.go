@@ -132,8 +132,8 @@ func TestPruneProgressChains(t *testing.T) {
 	next := func(p trial.Progress) { got = append(got, p.Step) }
 	ctx1, c1 := context.WithCancelCause(context.Background())
 	ctx2, c2 := context.WithCancelCause(context.Background())
-	f1 := s.pruneProgress(1, next, c1)
-	f2 := s.pruneProgress(2, next, c2)
+	f1 := s.pruneProgress(context.Background(), 1, next, c1)
+	f2 := s.pruneProgress(context.Background(), 2, next, c2)
 	f1(trial.Progress{Step: 1, Values: map[string]any{"acc": 0.9}})
 	f2(trial.Progress{Step: 1, Values: map[string]any{"acc": 0.95}}) // larger is better: goes on
 	f2(trial.Progress{Step: 2, Values: map[string]any{"acc": "n/a"}})
@@ -151,8 +151,8 @@ func TestPruneProgressChains(t *testing.T) {
 	if len(got) != 5 {
 		t.Errorf("the chained listener got %d reports, want 5", len(got))
 	}
-	if s.pruneProgress(3, nil, c1) == nil && (&Scheduler{}).pruneProgress(3, next, c1) == nil {
-		t.Error("with no pruner the listener is kept")
+	if (&Scheduler{}).pruneProgress(context.Background(), 3, nil, c1) != nil {
+		t.Error("with no pruner and no listener, the trial has no listener")
 	}
 }
 
@@ -185,4 +185,83 @@ func TestDecodePruner(t *testing.T) {
 			t.Errorf("%v: %+v, want %+v", tc.in, cfg.Pruner, tc.want)
 		}
 	}
+}
+
+// TestPrunerRebuiltOnResume: the pruner of a resumed experiment is rebuilt
+// from the stored progress of its finished trials (Options.PastProgress),
+// so a bad trial of the second run is judged against a good one of the
+// first: pruned at step 1. Without the stored progress it would be alone
+// at the rung and go on.
+func TestPrunerRebuiltOnResume(t *testing.T) {
+	for _, withPast := range []bool{true, false} {
+		st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+		tun := testTunables(t)
+		exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := DecodeConfig("", map[string]any{"reuse": false, "pruner": map[string]any{"kind": "asha", "eta": int64(2)}}, nil, source.Ref{}, "e", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		stored := map[int][]trial.Progress{} // what progress storage would keep
+		r := &curveRunner{steps: 4, ran: map[int]int{}}
+		rec := &recordingRunner{curveRunner: r, rec: func(id int, p trial.Progress) {
+			mu.Lock()
+			stored[id] = append(stored[id], p)
+			mu.Unlock()
+		}}
+		past := func(_ context.Context, id int) ([]trial.Progress, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return stored[id], nil
+		}
+		for run, n := range []int64{1, 2} {
+			opt, err := optimizers.New(optimizers.Spec{Class: "mlos_bench.optimizers.MlosCoreOptimizer",
+				Config: map[string]any{"optimizer_type": "RANDOM", "max_suggestions": n}, Tunables: tun.Copy()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Tunables: tun, Tick: 20 * time.Millisecond}
+			if withPast {
+				o.PastProgress = past
+			}
+			s, err := New(cfg, []Runner{rec}, opt, exp, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+		}
+		trs := trials(t, exp)
+		if len(trs) != 2 || trs[0].Status != trial.SUCCEEDED {
+			t.Fatalf("trials %+v", trs)
+		}
+		if withPast && (trs[1].Status != trial.CANCELED || !strings.Contains(trs[1].FailureReason, "pruned: ") || r.ran[2] != 1) {
+			t.Errorf("rebuilt: trial 2 %s %q after %d steps, want pruned at step 1", trs[1].Status, trs[1].FailureReason, r.ran[2])
+		}
+		if !withPast && trs[1].Status != trial.SUCCEEDED {
+			t.Errorf("without stored progress: trial 2 %s %q, want it alone at its rungs, SUCCEEDED", trs[1].Status, trs[1].FailureReason)
+		}
+	}
+}
+
+// recordingRunner hands each progress report to rec too (as progress
+// storage does), before the scheduler's listener.
+type recordingRunner struct {
+	*curveRunner
+	rec func(int, trial.Progress)
+}
+
+func (r *recordingRunner) Run(ctx context.Context, spec Spec) trial.Outcome {
+	next := spec.Progress
+	spec.Progress = func(p trial.Progress) {
+		r.rec(spec.TrialID, p)
+		if next != nil {
+			next(p)
+		}
+	}
+	return r.curveRunner.Run(ctx, spec)
 }

@@ -117,6 +117,11 @@ type Options struct {
 	Tick time.Duration
 	// onBeat is called after each lease renewal (tests).
 	onBeat func()
+
+	// PastProgress reads the stored progress of a trial (early stopping
+	// rebuilds its pruner from the finished trials' progress on resume;
+	// prune.go). nil: the pruner starts empty.
+	PastProgress func(ctx context.Context, trialID int) ([]trial.Progress, error)
 }
 
 // Scheduler runs an experiment's trials on its runners.
