@@ -23,3 +23,14 @@ func ProgressFrom(ctx context.Context) func(trial.Progress) {
 	fn, _ := ctx.Value(progressKey{}).(func(trial.Progress))
 	return fn
 }
+
+// ReportProgress reports an intermediate result of the running trial to
+// the listener of ctx, if any; it tells whether one listens.
+func ReportProgress(ctx context.Context, p trial.Progress) bool {
+	f := ProgressFrom(ctx)
+	if f == nil {
+		return false
+	}
+	f(p)
+	return true
+}

@@ -207,6 +207,13 @@ func Build(ctx context.Context, l *configs.Launch, o Options) (r *Run, err error
 			}
 			return e.Info().Status, nil
 		},
+		PastProgress: func(ctx context.Context, trialID int) ([]trial.Progress, error) {
+			d, err := r.Experiment.Trial(ctx, trialID)
+			if err != nil {
+				return nil, err
+			}
+			return storage.ProgressOf(d.Telemetry), nil
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ type Summary struct {
 	Failed       int               `json:"failed"`
 	Pending      int               `json:"pending"`
 	Canceled     int               `json:"canceled,omitempty"` // stopped on request (bench stop)
+	Pruned       int               `json:"pruned,omitempty"`   // stopped early by the pruner (stored CANCELED)
 	Retried      int               `json:"retried,omitempty"`  // failed attempts that were retried
 	Reused       int               `json:"reused,omitempty"`   // trials that reused an identical trial's result
 	RunNow       int               `json:"run_now"`            // trials run by this process
@@ -117,6 +118,8 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 			}
 		case t.Status == trial.SUCCEEDED:
 			s.Succeeded++
+		case trial.IsPruned(t.Status, t.FailureReason):
+			s.Pruned++ // early stopping: a decision, not a failure
 		case t.Status == trial.CANCELED:
 			s.Canceled++
 		case lastAttempt[root] != t.ID:
@@ -136,7 +139,7 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 	if info, err := r.Storage.LoadExperiment(ctx, r.ExperimentID); err == nil {
 		r.noiseSummary(s, trials, info.Info().Notes)
 	}
-	finished := s.Succeeded + s.Failed + s.Canceled
+	finished := s.Succeeded + s.Failed + s.Canceled + s.Pruned
 	switch {
 	case finished == 0 && ready > 0:
 		s.Problems = append(s.Problems, fmt.Sprintf("no trial finished: %d ended their run READY, which is no result (an environment such as a NetworkEnv or SaaSEnv alone has no run step; add one that reports the scores). As in mlos_bench, they stay READY, and a resume runs them again", ready))

@@ -129,6 +129,8 @@ type Config struct {
 	// Noise holds the stopping rules and the settings for noisy
 	// benchmarks (noise.go).
 	Noise NoiseConfig
+	// Pruner is early stopping (pruner; bench only; prune.go).
+	Pruner PrunerConfig
 }
 
 // Runner kinds (Config.Runner, and RunnerKind).
@@ -205,7 +207,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	if !ok {
 		return Config{}, ref.Child("class").Errorf("unknown scheduler class %q; known classes: %s", class, strings.Join(Classes(), ", "))
 	}
-	cfg := withNoiseDefaults(defaults(defaultExperimentID, teardown))
+	cfg := withPruneDefaults(withNoiseDefaults(defaults(defaultExperimentID, teardown)))
 	maps.Copy(cfg, fileCfg)
 	g := maps.Clone(globals)
 	delete(g, "teardown") // --no-teardown is applied below, never by a global
@@ -353,6 +355,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 		bad("passive_prompt", "passive_prompt must be true, false or \"auto\", got %v", configs.PyStr(p))
 	}
 	out.Noise = decodeNoise(cfg, bad)
+	out.Pruner = decodePruner(cfg, bad) // prune.go
 	if len(errs) > 0 {
 		return out, errs[0]
 	}

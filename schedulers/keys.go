@@ -7,4 +7,6 @@ import (
 
 // ConfigKeys are the scheduler config keys, mlos_bench's and bench's:
 // the globals a scheduler reads.
-func ConfigKeys() []string { return slices.Sorted(maps.Keys(withNoiseDefaults(defaults("", false)))) }
+func ConfigKeys() []string {
+	return slices.Sorted(maps.Keys(withPruneDefaults(withNoiseDefaults(defaults("", false)))))
+}

@@ -92,6 +92,7 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 		d.observeStop(out.Results, sc)
 		d.race(it, out, sc)
 	}
+	s.pruneDone(t.ID) // prune.go
 	s.logFinished(t, out)
 	d.observed[t.ID] = true
 	if out.Status != trial.CANCELED && !s.o.Worker {

@@ -127,6 +127,11 @@ type Options struct {
 	onBeat func()
 	// onTick is called after each tick the dispatcher handled (tests).
 	onTick func()
+
+	// PastProgress reads the stored progress of a trial (early stopping
+	// rebuilds its pruner from the finished trials' progress on resume;
+	// prune.go). nil: the pruner starts empty.
+	PastProgress func(ctx context.Context, trialID int) ([]trial.Progress, error)
 }
 
 // Clock is the scheduler's time source (clock.Clock; clock.Real by
@@ -151,6 +156,7 @@ type Scheduler struct {
 	// remoteN counts those the dispatcher has in service.
 	remote  RemotePool
 	remoteN atomic.Int64
+	pruning *pruning // early stopping (prune.go); nil: none
 }
 
 // New returns a scheduler. exp is the experiment as opened from storage;

@@ -34,3 +34,23 @@ func TestStoredOutcome(t *testing.T) {
 		}
 	}
 }
+
+func TestProgressOf(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	step := func(n int64) *int64 { return &n }
+	tel := []Telemetry{
+		{Ts: t0, Metric: "rss_mb", Value: 10.0},
+		{Ts: t0.Add(time.Second), Metric: "loss", Value: 0.9, Step: step(0)},
+		{Ts: t0.Add(time.Second), Metric: "acc", Value: 0.1, Step: step(0)},
+		{Ts: t0.Add(2 * time.Second), Metric: "loss", Value: 0.5, Step: step(1)},
+		{Ts: t0.Add(3 * time.Second), Metric: "rss_mb", Value: 11.0},
+	}
+	got := ProgressOf(tel)
+	if len(got) != 2 || got[0].Step != 0 || got[1].Step != 1 ||
+		got[0].Values["loss"] != 0.9 || got[0].Values["acc"] != 0.1 || got[1].Values["loss"] != 0.5 || len(got[1].Values) != 1 {
+		t.Fatalf("ProgressOf = %+v", got)
+	}
+	if ProgressOf(tel[:1]) != nil {
+		t.Error("telemetry without a step is no progress")
+	}
+}

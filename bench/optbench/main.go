@@ -91,6 +91,7 @@ func run(args []string, w io.Writer) error {
 	defaults := fs.Bool("defaults", false, "start each run from the function's default point (start_with_defaults)")
 	highDim := fs.String("highdim", "", "instead: the many-dimensions benchmark with these budgets ACKLEY,BRANIN30, e.g. 500,50 (see highdim.go)")
 	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
+	pruneArg := fs.String("prune", "", "instead: the early-stopping benchmark with B full trials of S steps, e.g. 40,27 (see prune.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -128,6 +129,18 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
 		return benchHighDim(w, cfg, b[0], b[1])
+	}
+	if *pruneArg != "" {
+		b, err := parseInts(*pruneArg)
+		if err != nil || len(b) != 2 || b[0] < pruneParallel || b[1] < 3 {
+			return fmt.Errorf("-prune: want B,S like 40,27 (B >= %d, S >= 3)", pruneParallel)
+		}
+		for _, p := range probs {
+			if err := benchPrune(w, cfg, p, b[0], b[1]); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if *noiseLevels != "" {
 		var sigmas []float64

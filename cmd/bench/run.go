@@ -334,6 +334,9 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format, storage
 	if s.Canceled > 0 {
 		fmt.Fprintf(w, ", %d canceled", s.Canceled)
 	}
+	if s.Pruned > 0 {
+		fmt.Fprintf(w, ", %d pruned", s.Pruned)
+	}
 	if s.Retried > 0 {
 		fmt.Fprintf(w, ", %d retried", s.Retried)
 	}

@@ -52,6 +52,9 @@ type rawMock struct {
 	MockEnvSeed    *int64    `json:"mock_env_seed"`
 	MockEnvRange   []float64 `json:"mock_env_range"`
 	MockEnvMetrics []string  `json:"mock_env_metrics"`
+	// bench only (progress.go): intermediate results while running.
+	ProgressSteps int64 `json:"mock_env_progress_steps"`
+	ProgressDelay any   `json:"mock_env_progress_delay"`
 }
 
 // Env is a MockEnv.
@@ -64,6 +67,9 @@ type Env struct {
 	ready     bool
 	runRand   *pyrand.Rand // nil: no noise
 	statusRnd *pyrand.Rand
+	// progress: intermediate results of a run (bench only; progress.go).
+	progressSteps int64
+	progressDelay time.Duration
 }
 
 var _ environments.Environment = (*Env)(nil)
@@ -77,7 +83,7 @@ func New(_ context.Context, spec environments.Spec) (environments.Environment, e
 	ref := spec.Ref.Child("config")
 	var raw rawMock
 	if err := script.DecodeKeys(spec.Config, ref, &raw, append(slices.Clone(script.CommonKeys),
-		"mock_env_seed", "mock_env_range", "mock_env_metrics")...); err != nil {
+		"mock_env_seed", "mock_env_range", "mock_env_metrics", "mock_env_progress_steps", "mock_env_progress_delay")...); err != nil {
 		return nil, err
 	}
 	e := &Env{Base: base, lo: 0, hi: 1, metrics: []string{"score"}, ready: true}
@@ -98,6 +104,9 @@ func New(_ context.Context, spec environments.Spec) (environments.Environment, e
 		seed = *raw.MockEnvSeed
 	}
 	e.runRand, e.statusRnd = newRand(seed), newRand(seed)
+	if err := e.decodeProgress(raw, ref); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -178,14 +187,18 @@ func (e *Env) Setup(_ context.Context, tun *tunables.Groups, globals environment
 }
 
 // Run reports the score of the current tunable values.
-func (e *Env) Run(context.Context) environments.Result {
+func (e *Env) Run(ctx context.Context) environments.Result {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now().UTC()
 	if !e.ready {
 		return environments.Result{Status: environments.PENDING, Time: now, Reason: fmt.Sprintf("environment %q is not set up", e.Name())}
 	}
-	return environments.Result{Status: environments.SUCCEEDED, Time: now, Metrics: e.produce(e.runRand)}
+	metrics := e.produce(e.runRand)
+	if err := e.reportProgress(ctx, metrics); err != nil {
+		return environments.Result{Status: environments.CANCELED, Time: time.Now().UTC(), Reason: "run: " + err.Error()}
+	}
+	return environments.Result{Status: environments.SUCCEEDED, Time: time.Now().UTC(), Metrics: metrics}
 }
 
 // Status reports READY with one telemetry reading per metric.
