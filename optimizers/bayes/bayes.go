@@ -259,7 +259,7 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 		choose(p)
 	}
 	if len(out) < k && succeeded >= 2 {
-		if o.tr != nil && o.m == 1 && o.hist.Len() >= trStartFactor*o.sp.Len() {
+		if o.trActive() {
 			o.tr.round(k - len(out))
 		}
 		if err := o.modelSuggest(k, pend, avoid, taken, choose, &out); err != nil {
@@ -358,7 +358,10 @@ func (o *Optimizer) rawTargets(lam []float64) []float64 {
 }
 
 func (o *Optimizer) targets(lam []float64) []float64 {
-	return transformOutputs(o.rawTargets(lam), !o.opts.NoOutputWarping)
+	// In the trust region the targets are only standardized, as in
+	// TuRBO: the power warping flattens the bottom of a deep basin (a
+	// ripple of Ackley near its optimum), where the region works.
+	return transformOutputs(o.rawTargets(lam), !o.opts.NoOutputWarping && !o.trActive())
 }
 
 func (o *Optimizer) counts() []float64 {
@@ -437,6 +440,12 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		xs, cnt, y = sx, sc, standardize(sy)
 	}
 	pr := o.noisePriors()
+	if o.trActive() {
+		// In the trust region every dimension the region moves along
+		// should be modelled: the sparse prior could switch one off
+		// locally, and its weight would then open the region's side.
+		pr = pr.dense()
+	}
 	f := newFitData(xs, cnt, y, o.cat, pr)
 	var starts []hyper
 	if o.theta != nil {
