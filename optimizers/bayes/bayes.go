@@ -93,8 +93,9 @@ type Optimizer struct {
 	baseN  int // -1: must be rebuilt
 	enum   []tunables.Point
 	enumOK bool
-	aware  bool         // noise-aware mode (noise.go)
-	tr     *trustRegion // nil: global search (trust.go)
+	aware  bool               // noise-aware mode (noise.go)
+	outl   map[string]float64 // noise-aware mode: noise factors of outliers (robust.go)
+	tr     *trustRegion       // nil: global search (trust.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -370,6 +371,9 @@ func (o *Optimizer) counts() []float64 {
 	het := o.hetFactors()
 	for i, e := range entries {
 		c[i] = float64(e.N) / het[i]
+		if f, ok := o.outl[e.Key]; ok {
+			c[i] /= f
+		}
 		if e.N == 0 {
 			c[i] = float64(e.Failed)
 		}
@@ -399,6 +403,21 @@ func (o *Optimizer) prepareModel(y []float64) error {
 		o.fit(xs, cnt, y)
 		o.fitN = n
 		o.baseN = -1
+		if o.aware && o.m == 1 {
+			// The hyperparameters fitted with an outlier explain it as
+			// signal: after downweighting, fit again, and check again.
+			for pass := 0; pass < 2; pass++ {
+				changed, err := o.downweightOutliers(xs, y)
+				if err != nil {
+					return err
+				}
+				cnt = o.counts()
+				if !changed || pass == 1 {
+					break
+				}
+				o.fit(xs, cnt, y)
+			}
+		}
 	}
 	if o.baseN < 0 || o.g == nil {
 		g := newGP(o.cat, o.theta)
