@@ -22,7 +22,8 @@ import (
 type priors struct {
 	mu, sd, lo, hi []float64
 	// sparse replaces the lengthscales' log-normal priors by a sparse
-	// axis-aligned one (from SparsePriorMinDims dimensions up): the
+	// axis-aligned one (from SparsePriorMinDims dimensions up, until
+	// sparseUntilFactor·D points are observed; dense() drops it): the
 	// inverse squared lengthscale ρ = 1/ℓ² has a half-Cauchy prior of
 	// scale 1, as in SAASBO (Eriksson & Jankowiak, UAI 2021) but with
 	// its global scale fixed, and we take its mode (MAP) instead of
@@ -54,8 +55,12 @@ const (
 )
 
 // SparsePriorMinDims is the number of dimensions from which the
-// lengthscales get the sparse prior (priors.sparse).
-const SparsePriorMinDims = 20
+// lengthscales get the sparse prior (priors.sparse), while fewer than
+// sparseUntilFactor·D points are observed (the trust region starts then).
+const (
+	SparsePriorMinDims = 20
+	sparseUntilFactor  = trStartFactor
+)
 
 func newPriors(d int) priors {
 	p := priors{
