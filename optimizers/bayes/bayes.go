@@ -450,6 +450,13 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		rest := slices.Clone(idx[maxFitPoints/2:])
 		o.rng.Shuffle(len(rest), func(a, b int) { rest[a], rest[b] = rest[b], rest[a] })
 		keep = append(keep, rest[:maxFitPoints-len(keep)]...)
+		if o.trActive() {
+			// In the trust region, as TuRBO fits its GP on the data of
+			// the region: the points nearest the best one, so that the
+			// lengthscales describe the function where the region
+			// searches (Ackley-20's ripples, not its global bowl).
+			keep = nearest(xs, idx[0], maxFitPoints)
+		}
 		sort.Ints(keep)
 		var sx [][]float64
 		var sc, sy []float64
@@ -572,4 +579,19 @@ func incumbent(g *gp) float64 {
 		best = min(best, mu)
 	}
 	return best
+}
+
+// nearest returns the indices of the k points of xs nearest xs[c]
+// (Euclidean distance in the unit box), c among them.
+func nearest(xs [][]float64, c, k int) []int {
+	dist := make([]float64, len(xs))
+	idx := make([]int, len(xs))
+	for i, x := range xs {
+		idx[i] = i
+		for j, v := range x {
+			dist[i] += (v - xs[c][j]) * (v - xs[c][j])
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return dist[idx[a]] < dist[idx[b]] })
+	return slices.Clone(idx[:min(k, len(idx))])
 }

@@ -32,6 +32,8 @@ import (
 // with probability min(1, 20/D), uniformly within the box; each point of a
 // batch minimizes its own Thompson sample of the GP over them
 // (thompson.go); the targets are only standardized (no power warping).
+// As TuRBO fits its GP on the region's data, the hyperparameters are
+// fitted on the 150 points nearest the best one (bayes.go, fit).
 // Differences: the GP keeps its MAP hyperparameters (priors in fit.go,
 // refitted as data grows, not every batch), its noise is not capped at
 // TuRBO's 1e-3, and the weights are clipped to [1/4, 4]; the region is
