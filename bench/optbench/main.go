@@ -90,6 +90,7 @@ func run(args []string, w io.Writer) error {
 	multi := fs.Bool("multi", true, "also run the two-objective Branin-Currin sanity check")
 	defaults := fs.Bool("defaults", false, "start each run from the function's default point (start_with_defaults)")
 	highDim := fs.String("highdim", "", "instead: the many-dimensions benchmark with these budgets ACKLEY,BRANIN30, e.g. 500,50 (see highdim.go)")
+	hdMethods := fs.String("hdmethods", "gp-tr,gp", "with -highdim: the methods (gp-tr: trust region; gp: global GP)")
 	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
 	pruneArg := fs.String("prune", "", "instead: the early-stopping benchmark with B full trials of S steps, e.g. 40,27 (see prune.go)")
 	if err := fs.Parse(args); err != nil {
@@ -128,7 +129,7 @@ func run(args []string, w io.Writer) error {
 			return fmt.Errorf("-highdim: want two budgets like 500,50")
 		}
 		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
-		return benchHighDim(w, cfg, b[0], b[1])
+		return benchHighDim(w, cfg, b[0], b[1], splitList(*hdMethods))
 	}
 	if *pruneArg != "" {
 		b, err := parseInts(*pruneArg)

@@ -67,7 +67,7 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 	if o.aware {
 		a.best, a.noise = aeiThreshold(g), g.noise
 	}
-	if o.tr != nil && o.m == 1 && o.enumerate() == nil && o.hist.Len() >= trStartFactor*d {
+	if o.trActive() && o.enumerate() == nil {
 		return o.maximizeAcqTrust(a, avoid)
 	}
 

@@ -75,3 +75,44 @@ func benchmarkSuggest(b *testing.B, n int) {
 
 func BenchmarkSuggest50(b *testing.B)  { benchmarkSuggest(b, 50) }
 func BenchmarkSuggest200(b *testing.B) { benchmarkSuggest(b, 200) }
+
+// BenchmarkSuggestTrust500 is one Suggest(1) + Observe round with the trust
+// region after 500 random observations of a 20-D function.
+func BenchmarkSuggestTrust500(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	o, err := New(unitDims(20), Options{Seed: 1, TrustRegion: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := func(x tunables.Point) float64 {
+		s := 0.0
+		for _, v := range x {
+			s += (v-0.3)*(v-0.3) - 0.1*math.Cos(20*v)
+		}
+		return s
+	}
+	for range 500 {
+		x := make(tunables.Point, 20)
+		for j := range x {
+			x[j] = rng.Float64()
+		}
+		if err := o.Observe(Observation{X: x, Y: []float64{f(x)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := o.Suggest(1, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		pts, err := o.Suggest(1, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := o.Observe(Observation{X: pts[0], Y: []float64{f(pts[0])}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -51,6 +51,7 @@ func (o *Optimizer) SetNoise(agg history.Aggregator, aware bool) {
 	o.aware = aware
 	o.baseN = -1
 	o.theta = nil
+	o.outl = nil
 }
 
 // hetFactors returns r_i per history entry (1 for all when the mode is

@@ -22,19 +22,36 @@ import (
 // reverse mapping for categoricals); TuRBO costs nothing beyond the GP we
 // already have, handles mixed spaces by perturbing only a few coordinates
 // around the center (categoricals switch with a probability that shrinks
-// with the region, as CASMOPOLITAN does), and keeps the log-EI
-// acquisition. Differences from TuRBO-1: the region is used once 2·D
-// points are observed (global search before); log EI on candidates in the
-// region instead of Thompson sampling; no hard restart with fresh data
-// when the region collapses (it is reset to its initial size around the
-// incumbent), so that the history and the resume logic stay unchanged.
+// with the region, as CASMOPOLITAN does).
+//
+// As in TuRBO-1: the region is a box of side L·w_i around the center (w_i
+// the ARD lengthscales over their geometric mean), L starts at 0.8, doubles
+// after 3 successive improving batches and halves after ⌈max(4, D)/q⌉
+// failing ones (q the batch size), within [0.5⁷, 1.6]; the center is the
+// best observation; 2000 candidates perturb each coordinate of the center
+// with probability min(1, 20/D), uniformly within the box; each point of a
+// batch minimizes its own Thompson sample of the GP over them
+// (thompson.go); the targets are only standardized (no power warping).
+// As TuRBO fits its GP on the region's data, the hyperparameters are
+// fitted on the 150 points nearest the best one (bayes.go, fit).
+// Differences: the GP keeps its MAP hyperparameters (priors in fit.go,
+// refitted as data grows, not every batch), its noise is not capped at
+// TuRBO's 1e-3, and the weights are clipped to [1/4, 4]; the region is
+// used once 2·D points are observed (global search before, with the sparse
+// lengthscale prior from 20 dimensions up); in noise-aware mode the center
+// is the observed point with the lowest posterior mean; spaces with
+// categorical dimensions use log EI on the candidates instead of Thompson
+// sampling; a collapsed region (L < 0.5⁷) is reset to its initial size
+// around the same center instead of TuRBO's restart from a fresh design
+// without the old data, so that the history and the resume logic stay
+// unchanged.
 const (
 	TrustRegionMinDims = 20
 	trInitLength       = 0.8
 	trMinLength        = 0.5 * 0.5 * 0.5 * 0.5 * 0.5 * 0.5 * 0.5 // 0.5^7
 	trMaxLength        = 1.6
 	trSuccTol          = 3
-	trCandidates       = 1024
+	trCandidates       = 2000 // TuRBO: min(5000, max(2000, 200·D))
 	trMaxWeight        = 4.0
 	// trStartFactor·D observations come before the region is used: until
 	// then the global GP (with its per-dimension lengthscales) searches,
@@ -164,8 +181,19 @@ func (o *Optimizer) maximizeAcqTrust(a *acq, avoid func(string) bool) tunables.P
 	if len(anchors) == 0 {
 		return nil
 	}
+	center := anchors[0]
+	if !o.aware {
+		// TuRBO's center, the best observation; in noise-aware mode the
+		// lowest posterior mean, which a lucky outlier does not move.
+		if b, ok := o.hist.Best(); ok {
+			center = b.X
+		}
+	}
+	if o.numericOnly() {
+		return o.thompsonTrust(a.g, center, avoid)
+	}
 	var cands []cand
-	for _, p := range o.trustCandidates(anchors[0], trCandidates) {
+	for _, p := range o.trustCandidates(center, trCandidates) {
 		if !avoid(space.Key(p)) {
 			cands = append(cands, cand{p, a.value(p)})
 		}
@@ -180,4 +208,45 @@ func (o *Optimizer) maximizeAcqTrust(a *acq, avoid func(string) bool) tunables.P
 		}
 	}
 	return best.p
+}
+
+// trActive reports whether the next suggestions come from the trust
+// region: it exists, there is one objective and 2·D points are observed.
+func (o *Optimizer) trActive() bool {
+	return o.tr != nil && o.m == 1 && o.hist.Len() >= trStartFactor*o.sp.Len()
+}
+
+// numericOnly reports whether the space has no categorical dimension.
+func (o *Optimizer) numericOnly() bool {
+	for _, c := range o.cat {
+		if c {
+			return false
+		}
+	}
+	return true
+}
+
+// thompsonTrust returns the candidate of the trust region around center
+// with the lowest value of one posterior sample (thompson.go), as TuRBO-1
+// chooses each point of a batch.
+func (o *Optimizer) thompsonTrust(g *gp, center tunables.Point, avoid func(string) bool) tunables.Point {
+	var pts []tunables.Point
+	var xs [][]float64
+	for _, p := range o.trustCandidates(center, trCandidates) {
+		if !avoid(space.Key(p)) {
+			pts = append(pts, p)
+			xs = append(xs, o.encode(p))
+		}
+	}
+	if len(pts) == 0 {
+		return o.randomFree(avoid)
+	}
+	f := g.thompsonSample(xs, o.rng)
+	best := 0
+	for i, v := range f {
+		if v < f[best] {
+			best = i
+		}
+	}
+	return pts[best]
 }

@@ -75,3 +75,22 @@ func TestTrustRegionSuggestions(t *testing.T) {
 		t.Errorf("TrustRegion -1 keeps the global search: %v", err)
 	}
 }
+
+// In the trust region the hyperparameters are fitted on the points
+// nearest the best one.
+func TestNearestPoints(t *testing.T) {
+	xs := [][]float64{{0.9, 0.9}, {0.1, 0.1}, {0.5, 0.5}, {0.12, 0.1}, {0.1, 0.3}}
+	got := nearest(xs, 1, 3)
+	want := []int{1, 3, 4}
+	if len(got) != len(want) {
+		t.Fatalf("nearest = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("nearest = %v, want %v", got, want)
+		}
+	}
+	if all := nearest(xs, 0, 10); len(all) != len(xs) || all[0] != 0 {
+		t.Errorf("k above the number of points: %v", all)
+	}
+}
