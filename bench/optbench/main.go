@@ -92,6 +92,7 @@ func run(args []string, w io.Writer) error {
 	highDim := fs.String("highdim", "", "instead: the many-dimensions benchmark with these budgets ACKLEY,BRANIN30, e.g. 500,50 (see highdim.go)")
 	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
 	pruneArg := fs.String("prune", "", "instead: the early-stopping benchmark with B full trials of S steps, e.g. 40,27 (see prune.go)")
+	hyperbandArg := fs.String("hyperband", "", "instead: the multi-fidelity benchmark (Hyperband, BOHB) against B full-fidelity GP trials of fidelity S, e.g. 40,27 (see hyperband.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +130,18 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
 		return benchHighDim(w, cfg, b[0], b[1])
+	}
+	if *hyperbandArg != "" {
+		b, err := parseInts(*hyperbandArg)
+		if err != nil || len(b) != 2 || b[0] < pruneParallel || b[1] < hbEta {
+			return fmt.Errorf("-hyperband: want B,S like 40,27 (B >= %d, S >= %d)", pruneParallel, hbEta)
+		}
+		for _, p := range probs {
+			if err := benchHyperband(w, cfg, p, b[0], b[1]); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if *pruneArg != "" {
 		b, err := parseInts(*pruneArg)
