@@ -244,6 +244,16 @@ func benchHyperband(w io.Writer, cfg config, p problem, budget, steps int) error
 		}
 		fmt.Fprintln(w)
 	}
+	var targets []float64
+	var bests [2][]float64
+	for _, r := range out {
+		targets = append(targets, r.target)
+		bests[0], bests[1] = append(bests[0], r.best[0]), append(bests[1], r.best[1])
+	}
+	_, mt, _ := quartiles(targets)
+	_, m0, _ := quartiles(bests[0])
+	_, m1, _ := quartiles(bests[1])
+	fmt.Fprintf(w, "median best final value: full GP %s; at the same limit Hyperband(random) %s, BOHB(GP) %s\n", fmtV(mt), fmtV(m0), fmtV(m1))
 	for v, name := range []string{"Hyperband(random)", "BOHB(GP)"} {
 		q1, med, q3 := quartiles(ratios[v])
 		fmt.Fprintf(w, "median ratio (full cost / %s cost): %.2f× [%.2f, %.2f] over %d seeds (a seed that never reached it counts 0)\n",
