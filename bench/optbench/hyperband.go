@@ -187,11 +187,14 @@ func hbRun(p problem, steps int, spread, target float64, limit int, useModel boo
 	return math.Inf(1), evals, best, nil
 }
 
-func benchHyperband(w io.Writer, cfg config, p problem, budget, steps int) error {
-	spread := spreadOf(p)
+// benchHyperband: scale multiplies the curve's D (offset and noise; 1 is
+// the -prune curve), to see how much the result depends on how well the
+// low fidelities rank configurations.
+func benchHyperband(w io.Writer, cfg config, p problem, budget, steps int, scale float64) error {
+	spread := scale * spreadOf(p)
 	ns, rs := hbBrackets(steps)
-	fmt.Fprintf(w, "== multi-fidelity on %s: fidelity r = steps of the learning curve (1..%d; offset D·(1-r/S), noise sd D/2·(1-r/S), D = %s the values' IQR); %d evaluations at a time\n",
-		p.name, steps, fmtV(spread), pruneParallel)
+	fmt.Fprintf(w, "== multi-fidelity on %s: fidelity r = steps of the learning curve (1..%d; offset D·(1-r/S), noise sd D/2·(1-r/S), D = %s = %s × the values' IQR); %d evaluations at a time\n",
+		p.name, steps, fmtV(spread), fmtV(scale), pruneParallel)
 	fmt.Fprintf(w, "full GP: %d trials × fidelity %d = %d. Hyperband η=%d, brackets (n@r):", budget, steps, budget*steps, hbEta)
 	for i := range ns {
 		fmt.Fprintf(w, " %d@%d", ns[i], rs[i])

@@ -48,6 +48,13 @@ func TestHyperbandBenchRuns(t *testing.T) {
 	if !strings.Contains(out, "median ratio (full cost / Hyperband(random) cost)") || !strings.Contains(out, "median ratio (full cost / BOHB(GP) cost)") {
 		t.Errorf("output:\n%s", out)
 	}
+	b.Reset()
+	if err := run([]string{"-hyperband", "8,9", "-curve-scale", "0", "-funcs", "branin", "-seeds", "1", "-workers", "1"}, &b); err != nil || !strings.Contains(b.String(), "D = 0 = 0 × the values' IQR") {
+		t.Errorf("-curve-scale 0: %v\n%s", err, b.String())
+	}
+	if err := run([]string{"-hyperband", "8,9", "-curve-scale", "-1"}, &b); err == nil || !strings.Contains(err.Error(), "-curve-scale") {
+		t.Errorf("negative -curve-scale: %v", err)
+	}
 	if err := run([]string{"-hyperband", "8"}, &b); err == nil || !strings.Contains(err.Error(), "-hyperband") {
 		t.Errorf("bad -hyperband: %v", err)
 	}
