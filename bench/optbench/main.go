@@ -93,6 +93,8 @@ func run(args []string, w io.Writer) error {
 	hdMethods := fs.String("hdmethods", "gp-tr,gp", "with -highdim: the methods (gp-tr: trust region; gp: global GP)")
 	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
 	pruneArg := fs.String("prune", "", "instead: the early-stopping benchmark with B full trials of S steps, e.g. 40,27 (see prune.go)")
+	hyperbandArg := fs.String("hyperband", "", "instead: the multi-fidelity benchmark (Hyperband, BOHB) against B full-fidelity GP trials of fidelity S, e.g. 40,27 (see hyperband.go)")
+	curveScale := fs.Float64("curve-scale", 1, "with -hyperband: multiply the learning curve's offset and noise (1: as -prune)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,6 +132,21 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
 		return benchHighDim(w, cfg, b[0], b[1], splitList(*hdMethods))
+	}
+	if *hyperbandArg != "" {
+		b, err := parseInts(*hyperbandArg)
+		if err != nil || len(b) != 2 || b[0] < pruneParallel || b[1] < hbEta {
+			return fmt.Errorf("-hyperband: want B,S like 40,27 (B >= %d, S >= %d)", pruneParallel, hbEta)
+		}
+		if *curveScale < 0 {
+			return fmt.Errorf("-curve-scale must be >= 0")
+		}
+		for _, p := range probs {
+			if err := benchHyperband(w, cfg, p, b[0], b[1], *curveScale); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if *pruneArg != "" {
 		b, err := parseInts(*pruneArg)

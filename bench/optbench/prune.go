@@ -55,25 +55,8 @@ const pruneParallel = 4
 // pruned run's cost to reach it (+Inf when its budget of B·S steps ran
 // out first) and how many trials it started.
 func pruneRun(p problem, budget, steps int, spread float64, seed int64, observePruned bool) (target, cost float64, started int, err error) {
-	full, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget})
-	if err != nil {
+	if target, err = fullGPBest(p, budget, seed); err != nil {
 		return 0, 0, 0, err
-	}
-	target = math.Inf(1)
-	for n := 0; n < budget; n += pruneParallel {
-		pts, err := full.Suggest(min(pruneParallel, budget-n), nil)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		var obs []bayes.Observation
-		for _, x := range pts {
-			y := p.f(x)
-			obs = append(obs, bayes.Observation{X: x, Y: y})
-			target = min(target, y[0])
-		}
-		if err := full.Observe(obs...); err != nil {
-			return 0, 0, 0, err
-		}
 	}
 	cap := budget * steps
 	pr, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: cap})
