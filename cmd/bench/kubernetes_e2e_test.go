@@ -66,7 +66,6 @@ func TestEngineSuiteKubernetes(t *testing.T) {
 		OutsideCancelReason: "deleted",
 		TimeLimit:           map[string]any{"active_deadline_seconds": 3},
 		TimeLimitWait:       2 * time.Minute,
-		NoProgress:          "the Kubernetes engine does not read a running job's progress yet (no file beside the outcome: request and outcome travel through a ConfigMap or S3)",
 	})
 }
 
