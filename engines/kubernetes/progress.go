@@ -73,23 +73,27 @@ func (e *Engine) ReadProgress(ctx context.Context, rr engines.Ref, offset int64)
 	if err != nil {
 		return nil, err
 	}
-	reports := engines.ProgressFromLog([]byte(text))
 	c, _ := e.progress.LoadOrStore(r.Job, &progressCursor{})
-	cur := c.(*progressCursor)
+	return c.(*progressCursor).next(pod.Metadata.UID, offset, engines.ProgressFromLog([]byte(text))), nil
+}
+
+// next returns the reports of pod (all read from its log so far) from the
+// driver's offset on, at most engines.MaxProgressRead bytes.
+func (cur *progressCursor) next(pod string, offset int64, reports []byte) []byte {
 	cur.mu.Lock()
 	defer cur.mu.Unlock()
-	if cur.pod != pod.Metadata.UID {
-		cur.pod, cur.base = pod.Metadata.UID, offset
+	if cur.pod != pod {
+		cur.pod, cur.base = pod, offset
 	}
 	i := offset - cur.base
 	if i < 0 || i >= int64(len(reports)) {
-		return nil, nil
+		return nil
 	}
 	b := reports[i:]
 	if len(b) > engines.MaxProgressRead {
 		b = b[:engines.MaxProgressRead]
 	}
-	return b, nil
+	return b
 }
 
 // withoutProgress drops the progress lines from a log told to a person.
