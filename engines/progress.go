@@ -36,7 +36,8 @@ func ProgressPath(outcome string) string {
 
 // ProgressReader is implemented by engines that can read a job's progress
 // file while it runs (local, Slurm through the shared folder, the SSH
-// pool over SSH).
+// pool over SSH), or, for Kubernetes, the progress lines of its log
+// (progress_log.go).
 type ProgressReader interface {
 	// ReadProgress returns the bytes of the job's progress file from
 	// offset on (at most about MaxProgressRead); none (nil, nil) when the

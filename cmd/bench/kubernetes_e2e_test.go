@@ -66,7 +66,6 @@ func TestEngineSuiteKubernetes(t *testing.T) {
 		OutsideCancelReason: "deleted",
 		TimeLimit:           map[string]any{"active_deadline_seconds": 3},
 		TimeLimitWait:       2 * time.Minute,
-		NoProgress:          "the Kubernetes engine does not read a running job's progress yet (no file beside the outcome: request and outcome travel through a ConfigMap or S3)",
 	})
 }
 
@@ -86,8 +85,9 @@ func kubeTrial(t *testing.T, script string) string {
 }
 
 // runKubeTrial runs trial 1 of dir through an engine runner; started is
-// called (in a goroutine) once the trial's script has started.
-func runKubeTrial(t *testing.T, f *kubetest.Fixture, dir string, extra map[string]any, started func(job string)) (trial.Outcome, *[]string) {
+// called (in a goroutine) once the trial's script has started; progress,
+// if given, is the trial's Spec.Progress.
+func runKubeTrial(t *testing.T, f *kubetest.Fixture, dir string, extra map[string]any, started func(job string), progress ...func(trial.Progress)) (trial.Outcome, *[]string) {
 	t.Helper()
 	eng := newSuiteEngine(t, "bench.engines.KubernetesEngine", dir, merged(kubeEngineConfig(f), extra))
 	base := engines.Base{Args: []string{"--environment", "env.jsonc"}, Dir: dir, Owner: "k"}
@@ -100,6 +100,9 @@ func runKubeTrial(t *testing.T, f *kubetest.Fixture, dir string, extra map[strin
 		jobs = append(jobs, jobOf(t, engines.Ref(h.Ref)))
 		return nil
 	}}
+	if len(progress) > 0 {
+		spec.Progress = progress[0]
+	}
 	if started != nil {
 		go func() {
 			deadline := time.Now().Add(2 * time.Minute)
@@ -616,13 +619,38 @@ func TestKubernetesS3(t *testing.T) {
 			"stringData": map[string]any{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	dir := kubeTrial(t, ``)
+	// The trial reports progress (step 0, then step 1 once the driver has
+	// seen step 0): it comes back through the pod's log, as with a
+	// ConfigMap outcome.
+	dir := kubeTrial(t, `echo "BENCH_PROGRESS step=0 loss=0.9"
+i=0; while [ ! -e "$marker_dir/gate" ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done
+[ -e "$marker_dir/gate" ] || { echo "no progress seen while running" >&2; exit 9; }
+echo "BENCH_PROGRESS step=1 loss=0.5"`)
+	write(t, dir, "env.jsonc", `{"name": "k", "class": "mlos_bench.environments.local.LocalEnv",
+		"config": {"const_args": {"marker_dir": "`+dir+`"}, "shell_env_params": ["trial_id", "marker_dir"],
+			"run": ["run.sh"], "read_results_file": "results.csv", "progress_pattern": "^BENCH_PROGRESS\\b"}}`, 0o644)
+	var (
+		mu    sync.Mutex
+		steps []int64
+	)
 	out, jobs := runKubeTrial(t, f, dir, map[string]any{"bucket": bucket, "prefix": "k8s/runs",
 		"env":              map[string]any{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"},
-		"env_from_secrets": []any{"aws"}}, nil)
+		"env_from_secrets": []any{"aws"}}, nil, func(p trial.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		steps = append(steps, p.Step)
+		if p.Step == 0 {
+			_ = os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644)
+		}
+	})
 	if out.Status != trial.SUCCEEDED || out.Results["score"] != 1.0 {
 		t.Fatalf("outcome %s %v (%s), want SUCCEEDED through S3", out.Status, out.Results, out.FailureReason)
 	}
+	mu.Lock()
+	if len(steps) != 2 || steps[0] != 0 || steps[1] != 1 {
+		t.Errorf("progress steps %v through S3, want [0 1]", steps)
+	}
+	mu.Unlock()
 	var cms struct {
 		Items []struct {
 			Metadata struct {

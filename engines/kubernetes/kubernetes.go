@@ -388,6 +388,8 @@ type Engine struct {
 	closed   bool
 	created  int             // Jobs this engine created
 	unowned  map[string]bool // request ConfigMaps its Job could not be made the owner of
+
+	progress sync.Map // Job name -> *progressCursor (progress.go)
 }
 
 var (
@@ -797,6 +799,8 @@ func (e *Engine) submitS3(ctx context.Context, job engines.Job, name string, lab
 // trialJob is the Job of a trial whose container is c.
 func (e *Engine) trialJob(job engines.Job, name string, labels map[string]string, c kubeapi.Container) kubeapi.Job {
 	zero := int32(0)
+	// The trial's progress goes to the pod's log (progress.go).
+	c.Env = append(c.Env[:len(c.Env):len(c.Env)], kubeapi.EnvVar{Name: engines.ProgressLogEnv, Value: "1"})
 	return kubeapi.Job{APIVersion: "batch/v1", Kind: "Job",
 		Metadata: kubeapi.ObjectMeta{Name: name, Labels: labels, Annotations: e.annotations(map[string]string{submitNameAnn: engines.SubmitName(job)})},
 		Spec: kubeapi.JobSpec{BackoffLimit: &zero, ActiveDeadlineSeconds: e.deadline(), TTLSecondsAfterFinished: e.ttl(), Suspend: e.suspend(),
@@ -1079,6 +1083,7 @@ func (e *Engine) Fetch(ctx context.Context, rr engines.Ref) (engines.Result, err
 	}
 	delete(e.outcomes, r.Outcome)
 	e.mu.Unlock()
+	e.progress.Delete(r.Job)
 	if st.Phase != engines.Done || res.Outcome == nil {
 		res.Log = e.jobLog(ctx, r.Job, v, pod)
 	}
@@ -1108,7 +1113,7 @@ func (e *Engine) jobLog(ctx context.Context, name string, v view, pod *kubeapi.P
 	var logText string
 	if err := e.c.Do(ctx, http.MethodGet, e.podsPath()+"/"+pod.Metadata.Name+"/log", q, nil, &logText); err != nil {
 		fmt.Fprintf(&b, "(its log could not be read: %v)\n", err)
-	} else if strings.TrimSpace(logText) != "" {
+	} else if logText = withoutProgress(logText); strings.TrimSpace(logText) != "" {
 		fmt.Fprintf(&b, "log (last %d lines):\n%s", logTailLines, logText)
 	}
 	return b.String()

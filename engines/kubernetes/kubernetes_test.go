@@ -302,7 +302,7 @@ func TestJobSpec(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff(map[string]string{"MODE": "fast", "DB_PASSWORD": "secret:db/password", RequestEnv: "configmap:" + r.Job + "/" + RequestKey,
-		PodNameEnv: "field:metadata.name", PodUIDEnv: "field:metadata.uid"}, env); diff != "" {
+		PodNameEnv: "field:metadata.name", PodUIDEnv: "field:metadata.uid", engines.ProgressLogEnv: "1"}, env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
 	if len(c.EnvFrom) != 1 {
