@@ -9,9 +9,19 @@ import (
 
 // reportProgressBeside makes the trial's progress (spec.Progress) go to
 // the progress file beside the outcome file (engines.ProgressPath), which
-// the driver reads while the job runs. Outcomes that are not local paths
-// (AWS Batch's s3://) get none. The returned func closes the file.
+// the driver reads while the job runs. An s3:// outcome (AWS Batch) gets
+// a sequence of progress objects beside it instead (S3 cannot append:
+// engines.ObjectProgressWriter); other outcomes that are not local paths
+// get none. The returned func closes the file (writes the last object).
 func reportProgressBeside(outcomeURL string, spec *schedulers.Spec) func() {
+	if w := engines.NewObjectProgressWriter(outcomeURL, 0); w != nil {
+		spec.Progress = w.Add
+		return func() {
+			if err := w.Close(); err != nil {
+				slog.Warn("bench exec-trial: cannot write the trial's last progress reports", "err", err)
+			}
+		}
+	}
 	path := engines.ProgressPath(outcomeURL)
 	if path == "" {
 		return func() {}
