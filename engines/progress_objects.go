@@ -207,3 +207,29 @@ func (w *ObjectProgressWriter) Close() error {
 	}
 	return fmt.Errorf("the trial's last progress reports could not be written under %s", w.prefix)
 }
+
+// ProgressObjectReader is implemented by a Store whose URLs can hold
+// progress objects (the s3 scheme): it reads the stream of the objects
+// beside an outcome URL from offset on, as ProgressReader.ReadProgress.
+type ProgressObjectReader interface {
+	ReadProgressObjects(ctx context.Context, outcome string, offset int64) ([]byte, error)
+}
+
+// ReadProgressObjects reads the progress objects beside a non-local
+// outcome URL through its scheme's Store (for an engine whose outcomes go
+// to s3:// URLs, to implement ProgressReader); none (nil, nil) where the
+// outcome has no progress objects or its scheme cannot read them.
+func ReadProgressObjects(ctx context.Context, outcome string, offset int64) ([]byte, error) {
+	if ProgressPrefix(outcome) == "" {
+		return nil, nil
+	}
+	s, ok := storeFor(outcome)
+	if !ok {
+		return nil, nil
+	}
+	r, ok := s.(ProgressObjectReader)
+	if !ok {
+		return nil, nil
+	}
+	return r.ReadProgressObjects(ctx, outcome, offset)
+}

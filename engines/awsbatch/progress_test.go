@@ -127,4 +127,12 @@ func TestProgressObjectsRoundTrip(t *testing.T) {
 	if !bytes.HasSuffix(stream, []byte("\n")) {
 		t.Error("the stream does not end with a whole line")
 	}
+	// Through the registered s3 scheme (what another engine with s3://
+	// outcomes uses): the same stream.
+	if b, err := engines.ReadProgressObjects(t.Context(), outcome, 0); err != nil || !bytes.Equal(b, stream) {
+		t.Fatalf("engines.ReadProgressObjects = %q, %v; want %q", b, err, stream)
+	}
+	if b, err := engines.ReadProgressObjects(t.Context(), outcome, int64(len(stream))); err != nil || len(b) != 0 {
+		t.Fatalf("engines.ReadProgressObjects at the end = %q, %v", b, err)
+	}
 }
