@@ -134,7 +134,6 @@ func TestEngineSuiteAWSBatch(t *testing.T) {
 		OutsideCancel:       trial.FAILED,
 		OutsideCancelReason: "operator",
 		NoTimeLimit:         "moto ends a job past attemptDurationSeconds (60 s at least) without Batch's reason: the mapping is a table test (TestStateOf)",
-		NoProgress:          "the outcome goes to S3, which cannot be appended to: a Batch job's progress is not read while it runs",
 	})
 }
 

@@ -168,3 +168,15 @@ func (e *envStore) Write(ctx context.Context, u string, data []byte) error {
 	}
 	return s.Write(ctx, u, data)
 }
+
+// ReadProgressObjects reads the progress objects beside an s3:// outcome
+// (engines.ProgressObjectReader, for engines.ReadProgressObjects).
+func (e *envStore) ReadProgressObjects(ctx context.Context, outcome string, offset int64) ([]byte, error) {
+	s, err := e.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.readProgress(ctx, outcome, offset)
+}
+
+var _ engines.ProgressObjectReader = (*envStore)(nil)
