@@ -42,6 +42,37 @@ type LocalRunner struct {
 	Cgroup *services.Cgroup
 }
 
+// Device results: the device slot a trial ran in (schedulers/devices),
+// recorded with a succeeded trial's results wherever it ran (bench run,
+// a worker, a network worker, an engine job's far side), so that `bench
+// results` and the dashboard can say where it ran.
+const (
+	DeviceSlotResult = "bench.device_slot"
+	DeviceGPUResult  = "bench.gpu_id"
+)
+
+// recordDevice adds the slot of globals (device_slot, gpu_id) to out's
+// results, unless the environment reported them itself.
+func recordDevice(out *trial.Outcome, globals map[string]any) {
+	slot, ok := globals["device_slot"]
+	if !ok || slot == nil {
+		return
+	}
+	if out.Results == nil {
+		out.Results = map[string]any{}
+	}
+	if _, mine := out.Results[DeviceSlotResult]; !mine {
+		if f, ok := trial.Numeric(slot); ok {
+			out.Results[DeviceSlotResult] = f
+		}
+	}
+	if gpu, ok := globals["gpu_id"].(string); ok && gpu != "" {
+		if _, mine := out.Results[DeviceGPUResult]; !mine {
+			out.Results[DeviceGPUResult] = gpu
+		}
+	}
+}
+
 // Cgroup results (see LocalRunner.Cgroup).
 const (
 	CgroupCPUUser = "bench.cgroup.cpu_user_s"
@@ -132,6 +163,8 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 			out.Results = nil
 			// A setup of a trial that did not succeed is not reused.
 			environments.ForgetSetup(r.Env)
+		} else {
+			recordDevice(&out, spec.Globals)
 		}
 	}()
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/ci"
+	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -251,9 +252,9 @@ type tableRow struct {
 }
 
 type whereRow struct {
-	Runner, Engine, Worker string
-	Counts                 string
-	N                      int
+	Runner, Engine, Worker, Device string
+	Counts                         string
+	N                              int
 }
 
 const pageSize = 100
@@ -340,9 +341,11 @@ func (s *Server) experimentData(info storage.ExperimentInfo, trials []storage.Tr
 	return d
 }
 
-// whereRan groups the trials by trial runner, engine and worker.
+// whereRan groups the trials by trial runner, engine, worker and device
+// slot (the bench.device_slot and bench.gpu_id results of a succeeded
+// trial; unknown for the others).
 func whereRan(trials []storage.Trial) []whereRow {
-	type key struct{ runner, engine, worker string }
+	type key struct{ runner, engine, worker, device string }
 	counts := map[key]map[string]int{}
 	var keys []key
 	for _, t := range trials {
@@ -355,6 +358,12 @@ func whereRan(trials []storage.Trial) []whereRow {
 		}
 		if t.Owner != "" {
 			k.worker = t.Owner
+		}
+		if v, ok := t.Results[schedulers.DeviceSlotResult]; ok {
+			k.device = "slot " + fmt.Sprint(v)
+			if g, ok := t.Results[schedulers.DeviceGPUResult]; ok && fmt.Sprint(g) != "" {
+				k.device += ", GPU " + fmt.Sprint(g)
+			}
 		}
 		if counts[k] == nil {
 			counts[k] = map[string]int{}
@@ -369,6 +378,9 @@ func whereRan(trials []storage.Trial) []whereRow {
 		if keys[a].worker != keys[b].worker {
 			return keys[a].worker < keys[b].worker
 		}
+		if keys[a].device != keys[b].device {
+			return keys[a].device < keys[b].device
+		}
 		ra, _ := strconv.Atoi(keys[a].runner)
 		rb, _ := strconv.Atoi(keys[b].runner)
 		return ra < rb
@@ -381,7 +393,7 @@ func whereRan(trials []storage.Trial) []whereRow {
 			parts = append(parts, fmt.Sprintf("%s %d", st, counts[k][st]))
 			n += counts[k][st]
 		}
-		out = append(out, whereRow{Runner: k.runner, Engine: k.engine, Worker: k.worker, Counts: strings.Join(parts, ", "), N: n})
+		out = append(out, whereRow{Runner: k.runner, Engine: k.engine, Worker: k.worker, Device: k.device, Counts: strings.Join(parts, ", "), N: n})
 	}
 	return out
 }

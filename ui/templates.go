@@ -61,8 +61,8 @@ y <select name="cy">{{range $.ParamNames}}<option{{if eq . $.CY}} selected{{end}
 <div class="charts"><figure class="chart-box" data-chart="pareto" data-marks="{{.Marks}}">{{.SVG}}</figure>
 <figure class="chart-box" data-chart="hypervolume">{{$.HV.SVG}}</figure></div></section>{{end}}
 <section id="where"><h2>Where trials ran</h2>
-<div class="scroll"><table class="data"><thead><tr><th>trial runner</th><th>engine</th><th>worker (while it holds a trial)</th><th>trials</th><th>by status</th></tr></thead>
-<tbody>{{range .Where}}<tr><td>{{.Runner}}</td><td>{{.Engine}}</td><td>{{.Worker}}</td><td>{{.N}}</td><td>{{.Counts}}</td></tr>{{end}}</tbody></table></div></section>
+<div class="scroll"><table class="data"><thead><tr><th>trial runner</th><th>engine</th><th>worker (while it holds a trial)</th><th>device slot</th><th>trials</th><th>by status</th></tr></thead>
+<tbody>{{range .Where}}<tr><td>{{.Runner}}</td><td>{{.Engine}}</td><td>{{.Worker}}</td><td>{{.Device}}</td><td>{{.N}}</td><td>{{.Counts}}</td></tr>{{end}}</tbody></table></div></section>
 <section id="trials"><h2>Trials</h2>
 <form method="get" action="{{.Base}}#trials" class="inline filters">
 <label>status <select name="status"><option value="">any</option>{{range .Statuses}}<option{{if eq . $.StatusF}} selected{{end}}>{{.}}</option>{{end}}</select></label>

@@ -105,10 +105,12 @@ echo "start $device_slot" >> "$marker_dir/slots"; sleep 0.3; echo "end $device_s
 	if !strings.Contains(log, "worker with 2 trial runners") {
 		t.Errorf("the worker should run 2 runners (2 device slots for 3 runners):\n%s", log)
 	}
+	stored := map[string]string{} // trial → the device slot stored with its results
 	for _, row := range netResults(t, dir, "NS") {
 		if row["status"] != "SUCCEEDED" {
 			t.Errorf("trial %s: %s", row["trial"], row["status"])
 		}
+		stored[row["trial"]] = row["result.bench.device_slot"] + "|" + row["result.bench.gpu_id"]
 	}
 	for id := 1; id <= n; id++ {
 		b, err := os.ReadFile(filepath.Join(dir, "slot-"+strconv.Itoa(id)))
@@ -124,6 +126,9 @@ echo "start $device_slot" >> "$marker_dir/slots"; sleep 0.3; echo "end $device_s
 		if want == "" || gpu != want || visible != gpu || cpu != slot {
 			t.Errorf("trial %d: gpu_id %q, cpu_slot %q, device_slot %q, CUDA_VISIBLE_DEVICES %q: want slot 0 or 1 with its GPU (7, 9) and CPU slot",
 				id, gpu, cpu, slot, visible)
+		}
+		if got := stored[strconv.Itoa(id)]; got != slot+"|"+gpu {
+			t.Errorf("trial %d ran in slot %s (GPU %s), but its results say %q (bench.device_slot|bench.gpu_id)", id, slot, gpu, got)
 		}
 	}
 	// No slot is held by two trials at once.
