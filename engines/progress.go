@@ -117,7 +117,16 @@ func (w *ProgressWriter) Close() error {
 }
 
 // progressFollower reads a job's progress file for Runner.wait.
+// ProgressPacer is a ProgressReader whose reads cost something (an API
+// request): the driver reads a running job's progress at most every
+// ProgressEvery (0: at each poll), and once more when the job ends.
+type ProgressPacer interface {
+	ProgressEvery() time.Duration
+}
+
 type progressFollower struct {
+	every   time.Duration // ProgressPacer's pace (0: every poll)
+	last    time.Time     // the last read
 	eng     ProgressReader
 	ref     Ref
 	fn      func(trial.Progress)
@@ -132,7 +141,11 @@ func newProgressFollower(eng Engine, ref Ref, fn func(trial.Progress), log *slog
 	if !ok || fn == nil {
 		return nil
 	}
-	return &progressFollower{eng: pr, ref: ref, fn: fn, log: log}
+	f := &progressFollower{eng: pr, ref: ref, fn: fn, log: log}
+	if p, ok := eng.(ProgressPacer); ok {
+		f.every = p.ProgressEvery()
+	}
+	return f
 }
 
 // read hands the reports appended since the last read to fn; final: the
@@ -141,6 +154,11 @@ func (f *progressFollower) read(ctx context.Context, final bool) {
 	if f == nil {
 		return
 	}
+	now := time.Now()
+	if !final && f.every > 0 && !f.last.IsZero() && now.Sub(f.last) < f.every {
+		return
+	}
+	f.last = now
 	for {
 		b, err := f.eng.ReadProgress(ctx, f.ref, f.off)
 		if err != nil {

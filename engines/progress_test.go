@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -66,5 +67,44 @@ func appendString(t *testing.T, p, s string) {
 	defer fh.Close()
 	if _, err := fh.WriteString(s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// countingProgress counts its reads and paces them (ProgressPacer).
+type countingProgress struct {
+	Engine
+	reads *int
+	every time.Duration
+}
+
+func (c countingProgress) ReadProgress(context.Context, Ref, int64) ([]byte, error) {
+	*c.reads++
+	return nil, nil
+}
+
+func (c countingProgress) ProgressEvery() time.Duration { return c.every }
+
+// A paced reader (an API request per read) is read at most every
+// ProgressEvery while the job runs, and always once when it ends.
+func TestProgressFollowerPaced(t *testing.T) {
+	n := 0
+	f := newProgressFollower(countingProgress{reads: &n, every: time.Hour}, nil, func(trial.Progress) {}, slog.Default())
+	for i := 0; i < 5; i++ {
+		f.read(context.Background(), false)
+	}
+	if n != 1 {
+		t.Errorf("%d reads within the pace, want 1", n)
+	}
+	f.read(context.Background(), true)
+	if n != 2 {
+		t.Errorf("%d reads after the end, want 2 (the end is always read)", n)
+	}
+	n = 0
+	f = newProgressFollower(countingProgress{reads: &n}, nil, func(trial.Progress) {}, slog.Default())
+	for i := 0; i < 3; i++ {
+		f.read(context.Background(), false)
+	}
+	if n != 3 {
+		t.Errorf("unpaced: %d reads, want 3", n)
 	}
 }

@@ -30,7 +30,10 @@ import (
 // kubeEngineConfig is an engine config for a fixture's namespace.
 func kubeEngineConfig(f *kubetest.Fixture) map[string]any {
 	return map[string]any{"kubeconfig": f.EngineKubeconfig, "namespace": f.Namespace, "image": "bench:test",
-		"service_account": kubetest.TrialServiceAccount, "bench": "bench"}
+		"service_account": kubetest.TrialServiceAccount, "bench": "bench",
+		// Progress is read at each 1 s poll here (default 10 s), so the
+		// suite's Progress case, which waits for each report, stays short.
+		"progress_interval": "1s"}
 }
 
 func kubeFixture(t *testing.T) *kubetest.Fixture {

@@ -189,6 +189,10 @@ type Config struct {
 	// suspended with the label kueue.x-k8s.io/queue-name, and Kueue
 	// starts them when it admits them (a suspended Job is queued).
 	QueueName string `json:"queue_name"`
+	// ProgressInterval is how often a running trial's progress is read
+	// from its pod's log (one pods/log request per running trial; default
+	// 10s; the last reports are read when the job ends whatever it is).
+	ProgressInterval decode.Duration `json:"progress_interval"`
 }
 
 var (
@@ -206,6 +210,12 @@ var (
 )
 
 func (c *Config) validate() error {
+	if c.ProgressInterval < 0 {
+		return errors.New(`config key "progress_interval": must not be negative`)
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = decode.Duration(10 * time.Second)
+	}
 	if strings.TrimSpace(c.Image) == "" {
 		return errors.New(`config key "image": the container image (with bench and the experiment's configs) is required`)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/engines/kubernetes/kubeapi"
@@ -40,7 +41,14 @@ type progressCursor struct {
 	base int64  // the driver's offset when that pod's log was first read
 }
 
-var _ engines.ProgressReader = (*Engine)(nil)
+var (
+	_ engines.ProgressReader = (*Engine)(nil)
+	_ engines.ProgressPacer  = (*Engine)(nil)
+)
+
+// ProgressEvery paces the reads of a running trial's log
+// (progress_interval): each is an API request.
+func (e *Engine) ProgressEvery() time.Duration { return e.cfg.ProgressInterval.Std() }
 
 // ReadProgress returns the job's reports from offset on (see above);
 // none while its pod has not started.
