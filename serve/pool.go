@@ -172,6 +172,14 @@ func (p *Pool) takeWait(ctx context.Context, worker string, wait time.Duration) 
 	defer timer.Stop()
 	for {
 		a, ok := p.take(worker)
+		if ok && ctx.Err() != nil {
+			// The worker gave up its claim (it quit, or its request
+			// timed out) as the trial came: the trial goes back to the
+			// front of the queue instead of waiting for a lease to run
+			// out on a worker that will never run it.
+			p.untake(worker, a.TrialID)
+			return nil, false
+		}
 		if ok {
 			return a, true
 		}
@@ -215,9 +223,12 @@ func (p *Pool) known(id string) bool {
 func (p *Pool) take(worker string) (*Assignment, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if w, ok := p.workers[worker]; ok {
-		w.seen = p.now()
+	w, ok := p.workers[worker]
+	if !ok {
+		// It said bye while its claim waited: nothing for it.
+		return nil, false
 	}
+	w.seen = p.now()
 	if len(p.queue) == 0 {
 		return nil, false
 	}
@@ -407,6 +418,20 @@ func (p *Pool) bye(worker string) {
 	if len(back) > 0 {
 		p.signalLocked()
 	}
+}
+
+// untake puts trial id, just taken by worker, back at the front of the
+// queue (its claim was abandoned).
+func (p *Pool) untake(worker string, id int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o, ok := p.offers[id]
+	if !ok || o.worker != worker || o.stop {
+		return
+	}
+	o.worker = ""
+	p.queue = append([]*offer{o}, p.queue...)
+	p.signalLocked()
 }
 
 // offer queues spec for the workers.

@@ -366,7 +366,11 @@ func TestProgressReachesDriver(t *testing.T) {
 			once.Do(func() { close(pruneAt) })
 		}
 	})
-	<-pruneAt
+	select {
+	case <-pruneAt:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the second worker's progress never reached the driver")
+	}
 	pruned.cancel(trial.ErrPruned)
 	if out := pruned.outcome(t); out.Status != trial.CANCELED || out.FailureReason != "pruned" {
 		t.Errorf("the pruned trial's Run: %s %q", out.Status, out.FailureReason)
@@ -536,5 +540,31 @@ func TestBenchStopOfServedTrial(t *testing.T) {
 	}
 	if st := d.sched.Stats(); st.Canceled != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestAbandonedClaimGoesBack: a trial taken for a claim whose worker
+// already gave up (its request ended, or it said bye while the claim
+// waited) goes back to the front of the queue for the next worker,
+// instead of waiting for a lease to run out on a worker that never runs
+// it.
+func TestAbandonedClaimGoesBack(t *testing.T) {
+	var log bytes.Buffer
+	_, pool := newServer(t, 3*time.Second, &log)
+	pool.register("w-gone", 1)
+	pool.register("w-next", 1)
+	serveTrial(t, pool, 7, "1", nil)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if a, ok := pool.takeWait(gone, "w-gone", time.Second); ok {
+		t.Fatalf("an abandoned claim got trial %d", a.TrialID)
+	}
+	pool.bye("w-gone")
+	if a, ok := pool.take("w-gone"); ok {
+		t.Fatalf("a worker that said bye got trial %d", a.TrialID)
+	}
+	a, ok := pool.takeWait(context.Background(), "w-next", 10*time.Second)
+	if !ok || a.TrialID != 7 {
+		t.Fatalf("the next worker got %+v, %v; want trial 7", a, ok)
 	}
 }
