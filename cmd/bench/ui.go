@@ -14,7 +14,6 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/launcher"
-	"github.com/benchtune/bench/serve"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/ui"
 )
@@ -106,7 +105,7 @@ func uiToken(listen, tokenFile string, actions bool) (string, error) {
 		}
 		return "", nil
 	}
-	return serve.ReadToken(tokenFile)
+	return readAccessToken(tokenFile) // a file, or env:NAME
 }
 
 // isLoopback reports whether a listen address is on loopback only.
