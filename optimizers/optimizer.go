@@ -87,6 +87,35 @@ type Prior struct {
 	Values  map[string]any // tunable values (strings from storage are fine)
 	Status  trial.Status
 	Results map[string]any
+	// Fidelity is the value of the fidelity the trial ran at, when the
+	// scheduler varies one (FidelityAware); 0 = full fidelity or none.
+	Fidelity float64
+}
+
+// Fidelity is the dimension a multi-fidelity scheduler varies (bench
+// only): Param is the tunable or global that carries it to the trial,
+// evaluated between Min and Max (Max = full fidelity, the one whose
+// results the user cares about), on a log scale when Log is set.
+type Fidelity struct {
+	Param    string
+	Min, Max float64
+	Log      bool
+}
+
+// FidelityAware is implemented by optimizers that learn from results at
+// every fidelity (the GP takes the fidelity as an input). A scheduler
+// that varies a fidelity calls SetFidelity once before the first Suggest;
+// Suggest then proposes configurations for full fidelity (the Param
+// value in a suggestion, if Param is a tunable, is overridden by the
+// scheduler). Each outcome is reported through ObserveAt with the
+// fidelity it ran at; id is the suggestion id the first time a
+// configuration is observed and 0 for its promotions (re-runs or
+// continuations at higher fidelities). Optimizers that are not
+// FidelityAware are given only full-fidelity outcomes through Observe.
+type FidelityAware interface {
+	Optimizer
+	SetFidelity(f Fidelity) error
+	ObserveAt(id int, tun *tunables.Groups, fidelity float64, status trial.Status, results map[string]any) ([]float64, error)
 }
 
 // Spec is what an optimizer constructor gets.
