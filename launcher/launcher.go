@@ -254,6 +254,9 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 	if r.Tunables, err = r.initialTunables(); err != nil {
 		return storage.Config{}, err
 	}
+	if err := r.checkFidelity(schedCfg); err != nil { // fidelity.go
+		return storage.Config{}, err
+	}
 	if r.Optimizer, err = r.buildOptimizer(); err != nil {
 		return storage.Config{}, err
 	}

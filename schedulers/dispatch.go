@@ -137,6 +137,9 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 			unobserved = append(unobserved, stringValues(t.Params))
 		}
 	}
+	if priors, unobserved, suggestions, err = d.fidelityResume(all, priors, unobserved, suggestions); err != nil { // fidelity.go
+		return nil, err
+	}
 	if !s.o.Worker {
 		s.warnTunablesChanged(all)
 	}
@@ -259,7 +262,7 @@ func (d *dispatch) loop(ctx context.Context) error {
 // worker) a driver that is still going.
 func (d *dispatch) more(ctx context.Context) (bool, error) {
 	s := d.s
-	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() {
+	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() || d.fidelityMore() {
 		return true, nil
 	}
 	pending, err := s.exp.PendingTrials(ctx)
