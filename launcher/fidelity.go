@@ -1,7 +1,11 @@
 package launcher
 
 import (
+	"fmt"
+
 	"github.com/benchtune/bench/schedulers"
+	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 )
 
 // checkFidelity checks the scheduler's fidelity (bench only) against what
@@ -28,4 +32,22 @@ func (r *Run) checkFidelity(cfg schedulers.Config) error {
 		return locateGlobal(l, "fidelity", err)
 	}
 	return err
+}
+
+// noBestProblem is the end-of-run problem of a run without a best trial;
+// in a multi-fidelity run whose trials succeeded below full fidelity only,
+// it says so (those results are estimates, never the answer).
+func noBestProblem(trials []storage.Trial) string {
+	low := 0
+	full := ""
+	for _, t := range trials {
+		if v, m, ok := trial.FidelityOf(t.Metadata); ok && v < m && t.Status == trial.SUCCEEDED {
+			low++
+			full = t.Metadata[trial.FidelityMaxKey]
+		}
+	}
+	if low > 0 {
+		return fmt.Sprintf("no trial succeeded at full fidelity (%s), only %d at lower ones: give the search more configurations (max_suggestions) so that some are promoted to the last rung", full, low)
+	}
+	return "no trial succeeded with numeric values for the optimization targets"
 }

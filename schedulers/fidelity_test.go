@@ -423,14 +423,15 @@ func TestFidelityContinue(t *testing.T) {
 			t.Errorf("trial %d: checkpoint dir %q", sp.TrialID, ckpt)
 		}
 		from, ok := sp.Globals[trial.ContinueFromKey]
-		if sp.Globals[trial.FidelityKey] == int64(1) {
+		if sp.Globals[trial.FidelityKey] == "1" {
 			if ok {
 				t.Errorf("trial %d at the first rung continues %v", sp.TrialID, from)
 			}
 			continue
 		}
 		promoted++
-		prev, found := byID[int(from.(int64))]
+		fromID, _ := strconv.Atoi(from.(string))
+		prev, found := byID[fromID]
 		if !found || cfgKey(prev.Params, "budget") != cfgKey(sp.Params, "budget") || prev.Globals[trial.CheckpointDirKey] != ckpt {
 			t.Errorf("trial %d (x=%s) continues %v (x=%s, dir %v)", sp.TrialID, sp.Params["x"], from, prev.Params["x"], prev.Globals[trial.CheckpointDirKey])
 		}

@@ -53,19 +53,14 @@ func LowFidelity(metadata map[string]string) bool {
 
 // fidelityGlobals gives the trial its fidelity value under the fidelity
 // parameter's name (over the experiment's global of that name, which is
-// full fidelity's default), as an integer when it is one, and the
-// continuation keys as typed values.
+// full fidelity's default), as an integer when it is one. The metadata
+// keys themselves (bench_fidelity, bench_continue_from_trial, ...) stay
+// text, as every metadata global: a network worker is sent them back
+// from the globals (serve's Pool.metadata) and rebuilds the same globals.
 func fidelityGlobals(g map[string]any, metadata map[string]string) {
 	param := metadata[FidelityParamKey]
-	if param == "" {
-		return
-	}
-	if s, ok := metadata[FidelityKey]; ok {
+	if s, ok := metadata[FidelityKey]; ok && param != "" {
 		g[param] = number(s)
-		g[FidelityKey] = number(s)
-	}
-	if s, ok := metadata[ContinueFromKey]; ok {
-		g[ContinueFromKey] = number(s)
 	}
 }
 

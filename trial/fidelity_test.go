@@ -7,7 +7,7 @@ func TestFidelityGlobals(t *testing.T) {
 		FidelityRungKey: "1", ContinueFromKey: "7", CheckpointDirKey: "/ck/config-1", "repeat_i": "1"}
 	// The experiment's duration_s (full fidelity's default) is overridden.
 	g := Globals(map[string]any{"duration_s": int64(60)}, meta, nil, "e", 9, 1)
-	if g["duration_s"] != int64(15) || g[FidelityKey] != int64(15) || g[ContinueFromKey] != int64(7) || g[CheckpointDirKey] != "/ck/config-1" {
+	if g["duration_s"] != int64(15) || g[FidelityKey] != "15" || g[ContinueFromKey] != "7" || g[CheckpointDirKey] != "/ck/config-1" {
 		t.Errorf("globals %v", g)
 	}
 	meta[FidelityKey] = "0.25"

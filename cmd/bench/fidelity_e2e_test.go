@@ -281,3 +281,77 @@ func TestPromotedTrialSurvivesKill(t *testing.T) {
 		t.Errorf("no promotion after the resume (%d trials before the kill, %d unfinished then, %d after)", len(before), unfinished, len(after))
 	}
 }
+
+// TestFidelityNetworkWorkers: the driver serves a multi-fidelity
+// experiment and runs no trial itself; two network workers (bench worker
+// --connect, no database) run every rung, each trial getting its fidelity
+// (and, promoted, the trial it continues) from the driver.
+func TestFidelityNetworkWorkers(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	root, _ := filepath.Abs("../..")
+	addr := freePort(t)
+	write(t, dir, "token", "tok-fidelity-secret\n", 0o600)
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run"}, fidelityArgs(root, "--max_suggestions", "14",
+		"--serve", addr, "--token-file", "token", "--no-local-trials", "--log_level", "INFO")...)...)
+	waitFor(t, "the server", func() bool { return strings.Contains(readLog(tmp, "driver"), "serving experiment multi-fidelity") })
+	wargs := append([]string{"worker", "--connect", "http://" + addr, "--token-file", "token"}, fidelityArgs(root, "--log_level", "INFO")...)
+	w1 := startBench(t, dir, tmp, "w1", wargs...)
+	w2 := startBench(t, dir, tmp, "w2", wargs...)
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, w1, tmp, "w1")
+	waitOK(t, w2, tmp, "w2")
+	trs := fidelityTrials(t, filepath.Join(dir, "bench.sqlite"), "multi-fidelity")
+	checkFidelityRun(t, trs, 14)
+	for _, ft := range trs {
+		epochs, _ := strconv.Atoi(ft.fidelity)
+		if ft.rung == ft.bracket && ft.epochsTrained != epochs {
+			t.Errorf("trial %d at %d epochs trained %d: the worker did not get the fidelity", ft.id, epochs, ft.epochsTrained)
+		}
+	}
+	for _, w := range []string{"w1", "w2"} {
+		if !strings.Contains(readLog(tmp, w), "trial finished") {
+			t.Errorf("%s ran no trial:\n%s", w, readLog(tmp, w))
+		}
+	}
+}
+
+// TestFidelityStorageWorkers: a driver that runs no trial itself queues
+// the rungs for bench worker processes sharing its SQLite database:
+// promotions are queued for them too.
+func TestFidelityStorageWorkers(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	root, _ := filepath.Abs("../..")
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run"}, fidelityArgs(root, "--max_suggestions", "14",
+		"--no-local-trials", "--log_level", "INFO")...)...)
+	waitFor(t, "the experiment", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "bench.sqlite"))
+		return err == nil
+	})
+	w := startBench(t, dir, tmp, "w", append([]string{"worker", "--experiment", "multi-fidelity"}, fidelityArgs(root, "--log_level", "INFO")...)...)
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, w, tmp, "w")
+	checkFidelityRun(t, fidelityTrials(t, filepath.Join(dir, "bench.sqlite"), "multi-fidelity"), 14)
+}
+
+// TestFidelityLocalEngine: the rungs run as jobs of the local engine (the
+// far side is bench exec-trial): each job gets its trial's fidelity.
+func TestFidelityLocalEngine(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	write(t, dir, "engine.jsonc", `{"class": "bench.engines.LocalEngine", "config": {"max_jobs": 4, "poll_interval": "50ms"}}`, 0o644)
+	r := runBench(t, dir, fidelityArgs(root, "--max_suggestions", "14", "--engine", "engine.jsonc")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	trs := fidelityTrials(t, filepath.Join(dir, "bench.sqlite"), "multi-fidelity")
+	checkFidelityRun(t, trs, 14)
+	for _, ft := range trs {
+		epochs, _ := strconv.Atoi(ft.fidelity)
+		if (ft.rung == ft.bracket && ft.epochsTrained != epochs) || (ft.rung > ft.bracket && ft.epochsTrained >= epochs) {
+			t.Errorf("trial %d at %d epochs (rung %d of bracket %d) trained %d", ft.id, epochs, ft.rung, ft.bracket, ft.epochsTrained)
+		}
+	}
+	if jobs := engineJobs(t, dir, "multi-fidelity"); len(jobs) != len(trs) {
+		t.Errorf("%d engine jobs for %d trials", len(jobs), len(trs))
+	}
+}
