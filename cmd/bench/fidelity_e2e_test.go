@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchtune/bench/internal/testenv"
 )
 
 // fidTrial is a stored trial of a multi-fidelity run.
@@ -353,5 +355,40 @@ func TestFidelityLocalEngine(t *testing.T) {
 	}
 	if jobs := engineJobs(t, dir, "multi-fidelity"); len(jobs) != len(trs) {
 		t.Errorf("%d engine jobs for %d trials", len(jobs), len(trs))
+	}
+}
+
+// TestFidelitySlurm: the rungs run as Slurm jobs (the real bench binary
+// on the far side, bench exec-trial): each job gets its trial's fidelity,
+// promotions continue from the configuration's checkpoint.
+func TestFidelitySlurm(t *testing.T) {
+	testenv.Get(t, "BENCH_TEST_SLURM")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("../..")
+	partition := ""
+	if p := os.Getenv("BENCH_TEST_SLURM_PARTITION"); p != "" {
+		partition = fmt.Sprintf(`"partition": %q,`, p)
+	}
+	write(t, dir, "engine.jsonc", fmt.Sprintf(`{"class": "bench.engines.SlurmEngine",
+		"config": {%s "max_jobs": 4, "time_limit": "10", "poll_interval": "200ms"}}`, partition), 0o644)
+	r := runBench(t, dir, fidelityArgs(root, "--max_suggestions", "14", "--engine", "engine.jsonc", "--experiment_id", "MFS")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	trs := fidelityTrials(t, filepath.Join(dir, "bench.sqlite"), "MFS")
+	checkFidelityRun(t, trs, 14)
+	for _, ft := range trs {
+		epochs, _ := strconv.Atoi(ft.fidelity)
+		if (ft.rung == ft.bracket && ft.epochsTrained != epochs) || (ft.rung > ft.bracket && ft.epochsTrained >= epochs) {
+			t.Errorf("trial %d at %d epochs (rung %d of bracket %d) trained %d", ft.id, epochs, ft.rung, ft.bracket, ft.epochsTrained)
+		}
+	}
+	for id, job := range engineJobs(t, dir, "MFS") {
+		if job != "slurm/1" {
+			t.Errorf("trial %d: engine job %s, want slurm/1", id, job)
+		}
 	}
 }
