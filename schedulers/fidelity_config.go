@@ -212,6 +212,10 @@ func decodeFidelity(cfg map[string]any, cref source.Ref, out *Config) []error {
 		bad(ref, "fidelity cannot be combined with racing (adaptive repeats)")
 	case out.Noise.ConfirmTopK > 0:
 		bad(ref, "fidelity cannot be combined with confirm_top_k: confirm the best configuration in a run without a fidelity")
+	case out.ReuseFrom != "":
+		// A global fidelity is not part of a configuration's hash: another
+		// experiment's result may be of another fidelity.
+		bad(ref, "fidelity cannot be combined with reuse_from %q: the other experiment's results may be of other fidelities", out.ReuseFrom)
 	}
 	if len(errs) == 0 {
 		out.Fidelity = f

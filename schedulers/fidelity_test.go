@@ -59,6 +59,7 @@ func TestDecodeFidelity(t *testing.T) {
 		{in: int64(3), err: "fidelity must be an object like"},
 		{in: "d:1:9", cfg: map[string]any{"pruner": "asha"}, err: "fidelity and pruner cannot be combined"},
 		{in: "d:1:9", cfg: map[string]any{"trial_config_repeat_count": int64(3)}, err: "fidelity cannot be combined with trial_config_repeat_count 3"},
+		{in: "d:1:9", cfg: map[string]any{"reuse_from": "other"}, err: "fidelity cannot be combined with reuse_from \"other\""},
 	} {
 		c := map[string]any{"fidelity": tc.in}
 		for k, v := range tc.cfg {
