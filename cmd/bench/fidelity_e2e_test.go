@@ -309,6 +309,9 @@ func TestFidelityNetworkWorkers(t *testing.T) {
 		if ft.rung == ft.bracket && ft.epochsTrained != epochs {
 			t.Errorf("trial %d at %d epochs trained %d: the worker did not get the fidelity", ft.id, epochs, ft.epochsTrained)
 		}
+		if ft.rung > ft.bracket && (ft.continueFrom == "" || ft.epochsTrained >= epochs) {
+			t.Errorf("promoted trial %d at %d epochs trained %d (continues %q): the worker did not continue", ft.id, epochs, ft.epochsTrained, ft.continueFrom)
+		}
 	}
 	for _, w := range []string{"w1", "w2"} {
 		if !strings.Contains(readLog(tmp, w), "trial finished") {
