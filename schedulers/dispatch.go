@@ -131,7 +131,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 				d.failed++
 			}
 		}
-		if t.Status != trial.CANCELED {
+		if t.Status != trial.CANCELED && !trial.LowFidelity(t.Metadata) { // a lower-fidelity result is no full outcome
 			priors = append(priors, optimizers.Prior{Values: stringValues(t.Params), Status: t.Status, Results: map[string]any(t.Results)})
 		} else {
 			unobserved = append(unobserved, stringValues(t.Params))

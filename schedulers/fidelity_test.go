@@ -541,3 +541,76 @@ func TestFidelityResume(t *testing.T) {
 		})
 	}
 }
+
+// priorsOpt records the priors it is warm-started with.
+type priorsOpt struct {
+	optimizers.Optimizer
+	priors []optimizers.Prior
+}
+
+func (o *priorsOpt) BulkRegister(p []optimizers.Prior) error {
+	o.priors = append(o.priors, p...)
+	return o.Optimizer.BulkRegister(p)
+}
+
+// TestFidelityPriors: on resume the optimizer is warm-started with the
+// full-fidelity outcomes only (not FidelityAware), also when the fidelity
+// was switched off since; a FidelityAware one gets every outcome with its
+// fidelity.
+func TestFidelityPriors(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	fc := map[string]any{"param": "budget", "min": int64(1), "max": int64(9)}
+	fs := newFid(t, st, fc, nil, 2, randomOpt(t, 12), nil)
+	if err := fs.s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	trs := trials(t, fs.exp)
+	full := 0
+	for _, tr := range trs {
+		if !trial.LowFidelity(tr.Metadata) {
+			full++
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		fc    any
+		aware bool
+		want  int
+	}{{"fidelity on", fc, false, full}, {"fidelity off", "", false, full}, {"FidelityAware", fc, true, len(trs)}} {
+		p := &priorsOpt{Optimizer: randomOpt(t, 12)}
+		var opt optimizers.Optimizer = p
+		if tc.aware {
+			opt = &awarePriors{priorsOpt: p}
+		}
+		c := map[string]any{"fidelity": tc.fc}
+		cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler", c, nil, source.Ref{}, "e", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var runs []Spec
+		s, err := New(cfg, []Runner{&fidRunner{id: 1, param: "budget", mu: &mu, runs: &runs}}, opt, fs.exp,
+			Options{Tunables: fidTunables(t), Tick: 10 * time.Millisecond, Globals: map[string]any{"budget": int64(9)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.newDispatch(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.priors) != tc.want {
+			t.Errorf("%s: %d priors, want %d", tc.name, len(p.priors), tc.want)
+		}
+		for _, pr := range p.priors {
+			if tc.aware != (pr.Fidelity > 0) {
+				t.Errorf("%s: prior at fidelity %g", tc.name, pr.Fidelity)
+			}
+		}
+	}
+}
+
+type awarePriors struct{ *priorsOpt }
+
+func (o *awarePriors) SetFidelity(optimizers.Fidelity) error { return nil }
+func (o *awarePriors) ObserveAt(id int, tun *tunables.Groups, f float64, st trial.Status, res map[string]any) ([]float64, error) {
+	return o.Optimizer.Observe(id, tun, st, res)
+}
