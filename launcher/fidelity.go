@@ -1,7 +1,12 @@
 package launcher
 
 import (
+	"errors"
+	"strings"
+
 	"fmt"
+	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/source"
 
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
@@ -50,4 +55,14 @@ func noBestProblem(trials []storage.Trial) string {
 		return fmt.Sprintf("no trial succeeded at full fidelity (%s), only %d at lower ones: give the search more configurations (max_suggestions) so that some are promoted to the last rung", full, low)
 	}
 	return "no trial succeeded with numeric values for the optimization targets"
+}
+
+// locateFidelityGlobal points a scheduler config error about a fidelity
+// given in a globals file at that file's key.
+func locateFidelityGlobal(l *configs.Launch, err error) error {
+	var se *source.Error
+	if err == nil || !errors.As(err, &se) || se.Path != "/fidelity" && !strings.HasPrefix(se.Path, "/fidelity/") {
+		return err
+	}
+	return locateGlobal(l, "fidelity", err)
 }

@@ -360,7 +360,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	out.Noise = decodeNoise(cfg, bad)
 	out.Pruner = decodePruner(cfg, bad) // prune.go
 	// fidelity_config.go
-	errs = append(errs, decodeFidelity(cfg, cref, &out)...)
+	errs = append(errs, decodeFidelity(cfg, globals, cref, &out)...)
 	if len(errs) > 0 {
 		return out, errs[0]
 	}

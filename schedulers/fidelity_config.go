@@ -75,8 +75,13 @@ func withFidelityDefaults(cfg map[string]any) map[string]any {
 // accepts "" / "off" (off), an object, the same object as JSON text (a
 // --fidelity '{...}' global), or the shorthand "param:min:max[:eta]"
 // (--fidelity duration_s:5:60:3).
-func decodeFidelity(cfg map[string]any, cref source.Ref, out *Config) []error {
+func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) []error {
 	ref := cref.Child("fidelity")
+	if _, global := globals["fidelity"]; global {
+		// Given as a global (--fidelity, a globals file): not the
+		// scheduler file's key (the launcher locates a globals file's).
+		ref = source.Ref{Path: []string{"fidelity"}}
+	}
 	var errs []error
 	bad := func(at source.Ref, format string, args ...any) {
 		errs = append(errs, at.Errorf(format, args...))
