@@ -85,6 +85,11 @@ func TestDecodeFidelity(t *testing.T) {
 	if err != nil || got.Fidelity.Param != "budget" || got.Fidelity.Max != 9 {
 		t.Errorf("global: %+v %v", got.Fidelity, err)
 	}
+	// A bad global is reported as the global, not at the file's key.
+	_, err = DecodeConfig("", cfgObj, map[string]any{"fidelity": "budget:9:1"}, doc.At(), "e", false)
+	if err == nil || strings.Contains(err.Error(), "sched.jsonc") || !strings.Contains(err.Error(), "at /fidelity/max: fidelity.max (1, full fidelity)") {
+		t.Errorf("bad global: %v", err)
+	}
 }
 
 func fidTunables(t testing.TB) *tunables.Groups {
