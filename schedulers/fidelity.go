@@ -170,6 +170,12 @@ func (d *dispatch) fidelityFirst(sg optimizers.Suggestion, tun **tunables.Groups
 	if f == nil {
 		return nil, false, nil
 	}
+	if f.capped() {
+		// max_trials full-fidelity trials started (by an earlier
+		// suggestion of the same batch): nothing new starts.
+		d.withdraw(sg.ID)
+		return nil, true, nil
+	}
 	key := f.chainKey((*tun).StringValues())
 	if _, dup := f.chains[key]; dup {
 		d.s.log.Info("fidelity: the optimizer suggested a configuration that is already in the plan; not running it again", "suggestion", sg.ID)
