@@ -222,7 +222,7 @@ func TestPromotedTrialSurvivesKill(t *testing.T) {
 	dir := t.TempDir()
 	tmp := t.TempDir()
 	root, _ := filepath.Abs("../..")
-	args := fidelityArgs(root, "--max_suggestions", "16", "--epoch_s", "0.03", "--log_level", "INFO")
+	args := fidelityArgs(root, "--max_suggestions", "16", "--epoch_s", "0.05", "--log_level", "INFO")
 	db := filepath.Join(dir, "bench.sqlite")
 	cmd := startBench(t, dir, tmp, "bench", args...)
 	deadline := time.Now().Add(90 * time.Second)
