@@ -465,6 +465,9 @@ func TestFidelityMaxTrialsCountsFullFidelity(t *testing.T) {
 	if full != 2 || len(trs) <= 2 {
 		t.Errorf("%d full-fidelity trials of %d, want 2 of more", full, len(trs))
 	}
+	if r := fs.s.Stats().EndReason; r != "budget spent: max_trials 2 (full-fidelity trials)" {
+		t.Errorf("end reason %q", r)
+	}
 }
 
 // cancelAfter cancels a run once n trials finished.
