@@ -2,8 +2,10 @@ package bayes
 
 import (
 	"math"
+	"slices"
 	"testing"
 
+	"github.com/benchtune/bench/optimizers/internal/space"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -26,11 +28,19 @@ func TestTrustRegionUpdates(t *testing.T) {
 	if tr.length != trInitLength {
 		t.Errorf("after 5 failing rounds of 4 the side is %v, want %v", tr.length, trInitLength)
 	}
-	for range 5 * 7 {
-		tr.round(4)
+	collapsed := 0
+	for i := range 5 * 7 {
+		if tr.round(4) {
+			collapsed = i + 1
+			break
+		}
 	}
-	if tr.length != trInitLength || tr.restarts != 1 {
-		t.Errorf("a collapsed region restarts at its initial size: %v, %d restarts", tr.length, tr.restarts)
+	if collapsed != 5*7 || tr.length >= trMinLength {
+		t.Errorf("the region collapses after 7 halvings of 5 failing rounds: round %d, side %v", collapsed, tr.length)
+	}
+	tr.restart(123, nil)
+	if tr.length != trInitLength || tr.restarts != 1 || tr.lo != 123 || !math.IsInf(tr.best, 1) || tr.succ != 0 || tr.fail != 0 {
+		t.Errorf("a restart starts a new run at its initial size: %+v", tr)
 	}
 }
 
@@ -61,13 +71,14 @@ func TestTrustRegionSuggestions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	center := o.anchors(o.g)[0]
+	center := o.trBestObserved()
 	pts, err := o.Suggest(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := trWeights(o.tr.theta, o.cat)
 	for i, v := range pts[0] {
-		if math.Abs(v-center[i]) > o.tr.length*trMaxWeight/2+1e-9 {
+		if math.Abs(v-center[i]) > o.tr.length*w[i]/2+1e-9 {
 			t.Errorf("coordinate %d moved %v from the center, outside the region of side %v", i, v-center[i], o.tr.length)
 		}
 	}
@@ -92,5 +103,113 @@ func TestNearestPoints(t *testing.T) {
 	}
 	if all := nearest(xs, 0, 10); len(all) != len(xs) || all[0] != 0 {
 		t.Errorf("k above the number of points: %v", all)
+	}
+}
+
+// A collapsed region restarts TuRBO-1's way: a fresh design of 2·D
+// points, then a local GP that sees only the restart's own data, and a
+// region around the restart's best point, not the old one.
+func TestTrustRegionRestartsFromFreshDesign(t *testing.T) {
+	const d = 20
+	dims := make([]tunables.Dim, d)
+	for i := range dims {
+		dims[i] = tunables.Dim{Name: string(rune('a' + i)), Tunable: string(rune('a' + i)), Kind: tunables.DimNumeric}
+	}
+	o, err := New(dims, Options{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(p tunables.Point) float64 {
+		s := 0.0
+		for _, v := range p {
+			s += (v - 0.3) * (v - 0.3)
+		}
+		return s
+	}
+	step := func() []tunables.Point {
+		t.Helper()
+		pts, err := o.Suggest(4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			if err := o.Observe(Observation{X: p, Y: []float64{f(p)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return pts
+	}
+	for o.hist.Len() < trStartFactor*d+8 {
+		step()
+	}
+	if o.tr.g == nil || o.tr.lo != 0 {
+		t.Fatalf("the first run's local model: g %v, lo %d", o.tr.g != nil, o.tr.lo)
+	}
+	oldBest, _ := o.Best()
+	// Make the next round the failure that collapses the region.
+	o.tr.length = trMinLength * 1.5
+	o.tr.fail = (d+3)/4 - 1
+	o.tr.lastBest = o.tr.best
+	n0 := o.hist.Len()
+	pts := step()
+	if o.tr.restarts != 1 || o.tr.lo != n0 || len(o.tr.design) != trRestartFactor*d {
+		t.Fatalf("no restart: %d restarts, lo %d (want %d), design of %d", o.tr.restarts, o.tr.lo, n0, len(o.tr.design))
+	}
+	for i, p := range pts {
+		if space.Key(p) != space.Key(o.tr.design[i]) {
+			t.Fatalf("suggestion %d after the collapse is not the fresh design's", i)
+		}
+	}
+	for o.hist.Len() < n0+len(o.tr.design) {
+		step()
+	}
+	if o.tr.length != trInitLength {
+		t.Errorf("the restart's region starts at %v, want %v", o.tr.length, trInitLength)
+	}
+	pts = step() // the first suggestions of the new region
+	if o.tr.design != nil {
+		t.Errorf("the design is observed, the region should search")
+	}
+	if o.tr.g.n != o.hist.Len()-len(pts)-n0 {
+		t.Errorf("the restart's GP holds %d points, want its own %d", o.tr.g.n, o.hist.Len()-len(pts)-n0)
+	}
+	center := o.trBestObserved()
+	if i, _ := o.hist.Lookup(space.Key(center)); i < n0 {
+		t.Errorf("the restart's center is entry %d, from before the restart (%d)", i, n0)
+	}
+	if b, _ := o.Best(); f(b.X) > f(oldBest.X) {
+		t.Errorf("Best forgot the earlier runs: %v > %v", f(b.X), f(oldBest.X))
+	}
+}
+
+// The region's candidates are quasi-random: a scrambled Halton sequence
+// puts exactly one of 2^k points in each interval of width 2^-k of its
+// first coordinate and one of 3^k in each of width 3^-k of its second
+// (a uniform sample leaves about a third of them empty), and two calls
+// are scrambled differently.
+func TestQuasiRandomIsStratified(t *testing.T) {
+	o, err := New(unitDims(3), Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ n, col int }{{256, 0}, {243, 1}} {
+		q := o.quasiRandom(c.n, 3)
+		seen := make([]int, c.n)
+		for i := range c.n {
+			v := q[i*3+c.col]
+			if v < 0 || v >= 1 {
+				t.Fatalf("value %v outside [0,1)", v)
+			}
+			seen[int(v*float64(c.n))]++
+		}
+		for j, s := range seen {
+			if s != 1 {
+				t.Fatalf("coordinate %d of %d points: interval %d holds %d points, want 1", c.col, c.n, j, s)
+			}
+		}
+	}
+	a, b := o.quasiRandom(8, 3), o.quasiRandom(8, 3)
+	if slices.Equal(a, b) {
+		t.Errorf("two calls gave the same points: not scrambled")
 	}
 }
