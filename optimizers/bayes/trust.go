@@ -47,8 +47,9 @@ import (
 // of 2·D points, its GP fitted on its own data only; the history keeps
 // every run's points, so the best observation and the resume logic are
 // unchanged (a resumed optimizer starts one run over all its history).
-// Differences: the hyperparameters are MAP estimates (the log-normal
-// lengthscale prior within TuRBO's bounds), fitted on the 150 points of
+// Differences: the hyperparameters are MAP estimates (a log-normal
+// lengthscale prior of median 0.5, TuRBO's initial lengthscale, within
+// its bounds), fitted on the 150 points of
 // the run nearest its best one and refitted as the data grow rather than
 // every batch; the region is used once 2·D points are observed (the
 // first run's design is the global search before it, with the sparse
@@ -85,6 +86,10 @@ var (
 	trLenHi   = 4.0
 	trNoiseHi = 1e-3
 	trLenSD   = lenSD
+	// trLenMu is the median of the local fit's log-normal lengthscale
+	// prior: TuRBO's initial lengthscale, 0.5 (the global GP's, 0.3·√D,
+	// is 1.34 in 20-D: too smooth a model for the region).
+	trLenMu = 0.5
 	// A collapsed region restarts from a fresh design of
 	// trRestartFactor·D points.
 	trRestartFactor = trStartFactor
@@ -459,6 +464,9 @@ func (o *Optimizer) trPriors() priors {
 	p := priors{mu: slices.Clone(base.mu), sd: slices.Clone(base.sd), lo: slices.Clone(base.lo), hi: slices.Clone(base.hi)}
 	for i := range d {
 		p.lo[i], p.hi[i] = math.Log(trLenLo), math.Log(trLenHi)
+		if trLenMu > 0 {
+			p.mu[i] = math.Log(trLenMu)
+		}
 		p.mu[i] = min(max(p.mu[i], p.lo[i]), p.hi[i])
 		p.sd[i] = trLenSD
 	}
