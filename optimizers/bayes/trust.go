@@ -482,6 +482,17 @@ func (o *Optimizer) trPriors() priors {
 // candidate set in the region around the restart's best point, and per
 // point of the batch the candidate minimizing its own Thompson sample.
 func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) bool, choose func(tunables.Point), out *[]tunables.Point) error {
+	if o.trBestObserved() == nil {
+		// Nothing of the run succeeded yet: nothing to center on.
+		for len(*out) < k {
+			p := o.randomFree(avoid)
+			if p == nil {
+				break
+			}
+			choose(p)
+		}
+		return nil
+	}
 	if err := o.trPrepare(); err != nil {
 		return err
 	}
@@ -495,7 +506,7 @@ func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) b
 		g.appendPoint(x, g.noise, mu)
 	}
 	center := o.trBestObserved()
-	if o.aware || center == nil {
+	if o.aware {
 		// The lowest posterior mean, which a lucky outlier does not move.
 		bi, bmu := -1, math.Inf(1)
 		for i := range base {
@@ -506,9 +517,6 @@ func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) b
 		if bi >= 0 {
 			center = o.hist.Entries()[t.lo+bi].X
 		}
-	}
-	if center == nil {
-		return nil
 	}
 	var pts []tunables.Point
 	var xs [][]float64

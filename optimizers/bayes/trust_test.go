@@ -2,6 +2,7 @@ package bayes
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -211,5 +212,49 @@ func TestQuasiRandomIsStratified(t *testing.T) {
 	a, b := o.quasiRandom(8, 3), o.quasiRandom(8, 3)
 	if slices.Equal(a, b) {
 		t.Errorf("two calls gave the same points: not scrambled")
+	}
+}
+
+// The region's GP bounds its noise by TuRBO's 1e-3 (a ripple must not be
+// explained as noise) unless the benchmark is known to be noisy: in
+// noise-aware mode, or when repeated points measured a noise. Its
+// lengthscales are bounded to [0.005, 4] with a prior of median 0.5.
+func TestTrustRegionPriors(t *testing.T) {
+	const d = 20
+	o, err := New(unitDims(d), Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := o.trPriors()
+	if got := math.Exp(pr.hi[d+1]); math.Abs(got-1e-3) > 1e-12 {
+		t.Errorf("noise bound %v, want 1e-3", got)
+	}
+	for i := range d {
+		if math.Abs(math.Exp(pr.lo[i])-0.005) > 1e-12 || math.Abs(math.Exp(pr.hi[i])-4) > 1e-12 ||
+			math.Abs(math.Exp(pr.mu[i])-0.5) > 1e-12 || pr.sparse {
+			t.Fatalf("lengthscale %d: bounds [%v, %v], median %v, sparse %v", i,
+				math.Exp(pr.lo[i]), math.Exp(pr.hi[i]), math.Exp(pr.mu[i]), pr.sparse)
+		}
+	}
+	// Repeats that disagree: a measured noise lifts the bound.
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 6 {
+		x := make(tunables.Point, d)
+		for j := range x {
+			x[j] = rng.Float64()
+		}
+		for _, y := range []float64{1, 1.5} {
+			if err := o.Observe(Observation{X: x, Y: []float64{y + x[0]}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := o.trPriors().hi[d+1]; got != o.pr.hi[d+1] {
+		t.Errorf("with a measured noise the bound is %v, want the usual %v", math.Exp(got), math.Exp(o.pr.hi[d+1]))
+	}
+	aware, _ := New(unitDims(d), Options{Seed: 1})
+	aware.SetNoise(nil, true)
+	if got := aware.trPriors().hi[d+1]; got != aware.pr.hi[d+1] {
+		t.Errorf("noise-aware: the bound is %v, want the usual %v", math.Exp(got), math.Exp(aware.pr.hi[d+1]))
 	}
 }
