@@ -258,3 +258,55 @@ func TestTrustRegionPriors(t *testing.T) {
 		t.Errorf("noise-aware: the bound is %v, want the usual %v", math.Exp(got), math.Exp(aware.pr.hi[d+1]))
 	}
 }
+
+// With categorical tunables the region keeps the global GP and log EI,
+// and restarts the same way: suggestions stay valid through a collapse.
+func TestTrustRegionRestartMixedSpace(t *testing.T) {
+	dims := unitDims(20)
+	dims = append(dims,
+		tunables.Dim{Name: "c1", Tunable: "c1", Kind: tunables.DimCategorical, Choices: 3},
+		tunables.Dim{Name: "c2", Tunable: "c2", Kind: tunables.DimCategorical, Choices: 2})
+	o, err := New(dims, Options{Seed: 4})
+	if err != nil || o.tr == nil {
+		t.Fatalf("no trust region: %v", err)
+	}
+	f := func(p tunables.Point) float64 {
+		s := p[20] + p[21]
+		for _, v := range p[:20] {
+			s += (v - 0.6) * (v - 0.6)
+		}
+		return s
+	}
+	step := func() {
+		t.Helper()
+		pts, err := o.Suggest(4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			if err := o.sp.Check(p); err != nil {
+				t.Fatalf("invalid suggestion %v: %v", p, err)
+			}
+			if err := o.Observe(Observation{X: p, Y: []float64{f(p)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for o.hist.Len() < trStartFactor*len(dims)+8 {
+		step()
+	}
+	o.tr.length = trMinLength * 1.5
+	o.tr.fail = (len(dims)+3)/4 - 1
+	o.tr.lastBest = o.tr.best
+	n0 := o.hist.Len()
+	step()
+	if o.tr.restarts != 1 || o.tr.lo != n0 {
+		t.Fatalf("no restart: %d restarts, lo %d (want %d)", o.tr.restarts, o.tr.lo, n0)
+	}
+	for o.hist.Len() < n0+len(o.tr.design)+8 {
+		step()
+	}
+	if o.tr.design != nil || o.tr.length < trMinLength {
+		t.Errorf("after its design the restart's region searches: design %d, side %v", len(o.tr.design), o.tr.length)
+	}
+}
