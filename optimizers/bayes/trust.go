@@ -499,12 +499,6 @@ func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) b
 	t := o.tr
 	g := t.g
 	base := g.n
-	defer g.truncate(base)
-	for _, p := range pend {
-		x := o.encode(p)
-		mu, _ := g.predict(x)
-		g.appendPoint(x, g.noise, mu)
-	}
 	center := o.trBestObserved()
 	if o.aware {
 		// The lowest posterior mean, which a lucky outlier does not move.
@@ -517,6 +511,12 @@ func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) b
 		if bi >= 0 {
 			center = o.hist.Entries()[t.lo+bi].X
 		}
+	}
+	defer g.truncate(base)
+	for _, p := range pend {
+		x := o.encode(p)
+		mu, _ := g.predict(x)
+		g.appendPoint(x, g.noise, mu)
 	}
 	var pts []tunables.Point
 	var xs [][]float64

@@ -310,3 +310,51 @@ func TestTrustRegionRestartMixedSpace(t *testing.T) {
 		t.Errorf("after its design the restart's region searches: design %d, side %v", len(o.tr.design), o.tr.length)
 	}
 }
+
+// In noise-aware mode the region's center is the run's point with the
+// lowest posterior mean, and the suggestions stay in the region around it.
+func TestTrustRegionNoiseAwareCenter(t *testing.T) {
+	const d = 20
+	o, err := New(unitDims(d), Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetNoise(nil, true)
+	rng := rand.New(rand.NewPCG(7, 7))
+	f := func(p tunables.Point) float64 {
+		s := 0.0
+		for _, v := range p {
+			s += (v - 0.4) * (v - 0.4)
+		}
+		return s * (1 + 0.05*rng.NormFloat64())
+	}
+	for o.hist.Len() < trStartFactor*d+12 {
+		pts, err := o.Suggest(4, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			if err := o.Observe(Observation{X: p, Y: []float64{f(p)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pts, err := o.Suggest(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := o.tr.g
+	bi, bmu := -1, math.Inf(1)
+	for i := range g.n {
+		if mu := g.y[i] - (g.nv[i]+g.jitter)*g.alpha[i]; mu < bmu {
+			bi, bmu = i, mu
+		}
+	}
+	center := o.hist.Entries()[o.tr.lo+bi].X
+	w := trWeights(o.tr.theta, o.cat)
+	for i, v := range pts[0] {
+		if math.Abs(v-center[i]) > o.tr.length*w[i]/2+1e-9 {
+			t.Errorf("coordinate %d moved %v from the lowest posterior mean, outside the region", i, v-center[i])
+		}
+	}
+}
