@@ -170,6 +170,7 @@ func (o *Optimizer) Observe(obs ...Observation) error {
 			o.baseN = -1 // an existing point got another measurement
 		}
 	}
+	o.trObserved(idx)
 	return nil
 }
 
@@ -261,9 +262,17 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 	}
 	if len(out) < k && succeeded >= 2 {
 		if o.trActive() {
-			o.tr.round(k - len(out))
+			o.trStep(k, pend, avoid, choose, &out)
 		}
-		if err := o.modelSuggest(k, pend, avoid, taken, choose, &out); err != nil {
+		var err error
+		switch {
+		case len(out) >= k: // a restart's design (trust.go)
+		case o.trUsesLocalModel():
+			err = o.trSuggest(k, pend, avoid, choose, &out)
+		default:
+			err = o.modelSuggest(k, pend, avoid, taken, choose, &out)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -29,10 +29,75 @@ import (
 // tsFeatures is the number of random Fourier features of a prior sample.
 const tsFeatures = 512
 
+// maternFar is the r² beyond which the Matérn-5/2 kernel is below 1e-13
+// of its variance (√(5r²) > 40).
+const maternFar = 40 * 40 / 5.0
+
 // thompsonSample returns one approximate sample of the latent function at
 // each of xs (feature vectors; numeric features only).
 func (g *gp) thompsonSample(xs [][]float64, rng *rand.Rand) []float64 {
-	d, nf, n, m := g.d, tsFeatures, g.n, len(xs)
+	return g.newTSBatch(xs).sample(rng)
+}
+
+// tsBatch draws posterior samples at a fixed set of candidates: the
+// kernel between the candidates and the training points, the costly
+// part, is computed once and shared by the samples (TuRBO-1 draws one
+// sample per point of a batch over the same candidates).
+type tsBatch struct {
+	g     *gp
+	m     int
+	cx    []float64 // m×d candidate features
+	cross []float64 // m×n kernel values k(candidate, training point)
+}
+
+func (g *gp) newTSBatch(xs [][]float64) *tsBatch {
+	d, n, m := g.d, g.n, len(xs)
+	s := &tsBatch{g: g, m: m, cx: make([]float64, m*d)}
+	for c, x := range xs {
+		copy(s.cx[c*d:(c+1)*d], x)
+	}
+	if n == 0 {
+		return s
+	}
+	// Training features scaled by w (so that r² is a weighted squared
+	// distance): cross = candidates · (w ⊙ training)ᵀ and
+	// r² = |x|²_w + |x_i|²_w − 2·cross.
+	tx := make([]float64, n*d)
+	tn := make([]float64, n)
+	copy(tx, g.x[:n*d])
+	for i := range n {
+		for j := range d {
+			tn[i] += g.w[j] * tx[i*d+j] * tx[i*d+j]
+			tx[i*d+j] *= g.w[j]
+		}
+	}
+	s.cross = make([]float64, m*n)
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: m, Cols: d, Stride: d, Data: s.cx},
+		blas64.General{Rows: n, Cols: d, Stride: d, Data: tx}, 0,
+		blas64.General{Rows: m, Cols: n, Stride: n, Data: s.cross})
+	for c, x := range xs {
+		cn := 0.0
+		for j, v := range x {
+			cn += g.w[j] * v * v
+		}
+		row := s.cross[c*n : (c+1)*n]
+		for i, v := range row {
+			r2 := max(0, cn+tn[i]-2*v)
+			if r2 > maternFar {
+				row[i] = 0 // below 1e-13·σ²: skip the exponential
+				continue
+			}
+			row[i], _ = matern(r2, g.sig2)
+		}
+	}
+	return s
+}
+
+// sample returns one approximate posterior sample at the candidates.
+func (s *tsBatch) sample(rng *rand.Rand) []float64 {
+	g := s.g
+	d, nf, n, m := g.d, tsFeatures, g.n, s.m
 	// Matérn-5/2 spectral density: ω ~ multivariate Student t with 5
 	// degrees of freedom and scale diag(1/ℓ²), i.e. z/ℓ·√(5/χ²₅).
 	// Stored d×nf so that features (rows) times omega are the phases.
@@ -49,9 +114,9 @@ func (g *gp) thompsonSample(xs [][]float64, rng *rand.Rand) []float64 {
 			z := rng.NormFloat64()
 			chi += z * z
 		}
-		s := math.Sqrt(5 / chi)
+		sc := math.Sqrt(5 / chi)
 		for j := range d {
-			omega[j*nf+f] = rng.NormFloat64() * sl[j] * s
+			omega[j*nf+f] = rng.NormFloat64() * sl[j] * sc
 		}
 		phase[f] = 2 * math.Pi * rng.Float64()
 		theta[f] = rng.NormFloat64()
@@ -67,63 +132,28 @@ func (g *gp) thompsonSample(xs [][]float64, rng *rand.Rand) []float64 {
 		out := make([]float64, r)
 		for i := range r {
 			row := ph[i*nf : (i+1)*nf]
-			s := 0.0
+			sum := 0.0
 			for f, v := range row {
-				s += theta[f] * math.Cos(v+phase[f])
+				sum += theta[f] * math.Cos(v+phase[f])
 			}
-			out[i] = amp * s
+			out[i] = amp * sum
 		}
 		return out
 	}
-	// Training features, scaled by √w (so that r² is a squared distance).
-	tx := make([]float64, n*d)
-	tn := make([]float64, n)
-	copy(tx, g.x[:n*d])
-	for i := range n {
-		for j := range d {
-			tn[i] += g.w[j] * tx[i*d+j] * tx[i*d+j]
-		}
+	out := prior(s.cx, m)
+	if n == 0 {
+		return out
 	}
-	u := prior(tx, n)
+	u := prior(g.x[:n*d], n)
 	for i := range n {
 		eps := math.Sqrt(g.nv[i]+g.jitter) * rng.NormFloat64()
 		u[i] = g.y[i] - u[i] - eps
 	}
-	if n > 0 {
-		g.solveL(n, u)
-		g.solveLT(n, u)
-	}
-	cx := make([]float64, m*d)
-	for c, x := range xs {
-		copy(cx[c*d:(c+1)*d], x)
-	}
-	out := prior(cx, m)
-	if n == 0 {
-		return out
-	}
-	for i := range n {
-		for j := range d {
-			tx[i*d+j] *= g.w[j]
-		}
-	}
-	// cross = candidates · (w ⊙ training)ᵀ; r² = |x|²_w + |x_i|²_w − 2·cross.
-	cross := make([]float64, m*n)
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas64.General{Rows: m, Cols: d, Stride: d, Data: cx},
-		blas64.General{Rows: n, Cols: d, Stride: d, Data: tx}, 0,
-		blas64.General{Rows: m, Cols: n, Stride: n, Data: cross})
-	for c, x := range xs {
-		cn := 0.0
-		for j, v := range x {
-			cn += g.w[j] * v * v
-		}
-		row := cross[c*n : (c+1)*n]
-		s := 0.0
-		for i, v := range row {
-			k, _ := matern(max(0, cn+tn[i]-2*v), g.sig2)
-			s += k * u[i]
-		}
-		out[c] += s
-	}
+	g.solveL(n, u)
+	g.solveLT(n, u)
+	blas64.Gemv(blas.NoTrans, 1,
+		blas64.General{Rows: m, Cols: n, Stride: n, Data: s.cross},
+		blas64.Vector{N: n, Inc: 1, Data: u}, 1,
+		blas64.Vector{N: m, Inc: 1, Data: out})
 	return out
 }
