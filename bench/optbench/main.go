@@ -169,8 +169,8 @@ func run(args []string, w io.Writer) error {
 			}
 			sigmas = append(sigmas, v)
 		}
-		if cfg.budget <= confirmK*confirmM {
-			return fmt.Errorf("-noise needs -budget above %d (the confirmation's evaluations)", confirmK*confirmM)
+		if cfg.budget < minNoiseBudget {
+			return fmt.Errorf("-noise needs -budget of at least %d", minNoiseBudget)
 		}
 		fmt.Fprintf(w, "optbench -noise: %d seeds, budget %d, %d workers\n\n", cfg.seeds, cfg.budget, cfg.workers)
 		return benchNoise(w, cfg, probs, sigmas)

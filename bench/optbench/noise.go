@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,13 +24,27 @@ import (
 //	aware      the noise-aware GP (heteroscedastic noise, augmented EI), its posterior-mean best
 //	confirm    the noise-aware GP for N − k·M evaluations, then its k best (posterior mean)
 //	           re-run M times each, interleaved; the re-runs join the model and the
-//	           candidate with the lowest posterior mean wins
+//	           candidate with the lowest posterior mean wins. M = round(N/20), at least 1:
+//	           the confirmation costs 15% of the budget (5 rounds at N = 100).
+//
+// The goal "within 1.5× of the noise-free run's regret" is also reported
+// with an absolute floor: both regrets are raised to at least 1% of |f*|
+// (a configuration within 1% of the optimum counts as the optimum, the
+// standard of the 30-D Branin goal), because at budgets where the
+// noise-free GP all but reaches the optimum (regret 1e-5) any noise
+// multiplies a ratio of raw regrets by thousands.
 const (
-	outlierProb  = 0.02
-	outlierScale = 10.0
-	confirmK     = 3
-	confirmM     = 5
+	outlierProb    = 0.02
+	outlierScale   = 10.0
+	confirmK       = 3
+	minNoiseBudget = 20
+	regretFloor    = 0.01
 )
+
+// confirmRounds is M, the confirmation's rounds at total budget n.
+func confirmRounds(n int) int {
+	return max(1, int(math.Round(float64(n)/20)))
+}
 
 // levy10Problem is Levy's function in 10-D on [-10,10]^10, plus 1 so that
 // its optimum (at x_i = 1) is 1 and multiplicative noise stays noise there.
@@ -72,13 +87,15 @@ func noisy(f float64, sigma float64, rng *rand.Rand) float64 {
 
 var noiseMethods = []string{"noisefree", "naive", "aware", "confirm"}
 
-// noiseRun returns the true value of the configuration a method reports.
-func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (float64, error) {
+// noiseRun returns the true value of the configuration a method reports
+// and the lowest true value among the configurations it measured (what a
+// perfect choice among them would deploy).
+func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (float64, float64, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
 	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
 	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	aware := method == "aware" || method == "confirm"
 	if aware {
@@ -86,80 +103,91 @@ func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (
 	}
 	search := budget
 	if method == "confirm" {
-		search = budget - confirmK*confirmM
+		search = budget - confirmK*confirmRounds(budget)
 	}
-	bestObs, bestX := math.Inf(1), tunables.Point(nil)
+	bestObs, bestX, bestTrue := math.Inf(1), tunables.Point(nil), math.Inf(1)
 	for range search {
 		pts, err := o.Suggest(1, nil)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		y := truth(pts[0])
 		if method != "noisefree" {
 			y = noisy(y, sigma, rng)
 		}
+		bestTrue = min(bestTrue, truth(pts[0]))
 		if y < bestObs {
 			bestObs, bestX = y, pts[0]
 		}
 		if err := o.Observe(bayes.Observation{X: pts[0], Y: []float64{y}}); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	switch method {
 	case "noisefree", "naive":
-		return truth(bestX), nil
+		return truth(bestX), bestTrue, nil
 	case "aware":
-		return truth(o.Ranked(1)[0]), nil
+		return truth(o.Ranked(1)[0]), bestTrue, nil
 	}
 	cands := o.Ranked(confirmK)
-	for range confirmM {
+	for range confirmRounds(budget) {
 		for _, c := range cands {
 			if err := o.Observe(bayes.Observation{X: c, Y: []float64{noisy(truth(c), sigma, rng)}}); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	// The re-runs join the model: the winner is the candidate with the
-	// lowest posterior mean now (each measured 1 + confirmM times).
+	// lowest posterior mean now (each measured 1 + M times).
 	keys := map[string]bool{}
 	for _, c := range cands {
 		keys[fmt.Sprint(c)] = true
 	}
 	for _, p := range o.Ranked(len(cands) + 50) {
 		if keys[fmt.Sprint(p)] {
-			return truth(p), nil
+			return truth(p), bestTrue, nil
 		}
 	}
-	return truth(cands[0]), nil
+	return truth(cands[0]), bestTrue, nil
 }
 
 // benchNoise prints, per function and noise level, the deployed regret of
 // each method (median [q1, q3] over the seeds) and the ratios of the goals.
 func benchNoise(w io.Writer, cfg config, probs []problem, sigmas []float64) error {
 	fmt.Fprintf(w, "== noise: deployed regret f(x_reported) − f* at %d evaluations (confirm: %d search + %d×%d confirmation), median [q1, q3] over %d seeds; noise y = f·(1 + σε), 2%% outliers with 10× wider ε\n",
-		cfg.budget, cfg.budget-confirmK*confirmM, confirmK, confirmM, cfg.seeds)
+		cfg.budget, cfg.budget-confirmK*confirmRounds(cfg.budget), confirmK, confirmRounds(cfg.budget), cfg.seeds)
 	for _, p := range probs {
 		t0 := time.Now()
-		ref, err := noiseSeeds(cfg, p, "noisefree", 0)
+		ref, _, err := noiseSeeds(cfg, p, "noisefree", 0)
 		if err != nil {
 			return err
 		}
 		_, refMed, _ := quartiles(ref)
-		fmt.Fprintf(w, "%s (%d-D): noise-free GP regret %s\n", p.name, len(p.dims), fmtQ(ref))
-		fmt.Fprintf(w, "  %-6s %-30s %-30s %-30s %s\n", "σ", "naive (best observation)", "aware (posterior mean)", "aware + confirmation", "naive/confirm  confirm/noise-free  naive/aware  aware/noise-free")
+		floor := regretFloor * math.Abs(p.optimum)
+		var bests []string
+		fmt.Fprintf(w, "%s (%d-D): noise-free GP regret %s; floor (1%% of |f*|) %s\n", p.name, len(p.dims), fmtQ(ref), fmtV(floor))
+		fmt.Fprintf(w, "  %-6s %-30s %-30s %-30s %s\n", "σ", "naive (best observation)", "aware (posterior mean)", "aware + confirmation", "naive/confirm  confirm/noise-free  naive/aware  aware/noise-free  confirm/noise-free floored  aware/noise-free floored")
 		for _, sg := range sigmas {
 			res := map[string][]float64{}
+			var measured []float64
 			for _, m := range []string{"naive", "aware", "confirm"} {
-				if res[m], err = noiseSeeds(cfg, p, m, sg); err != nil {
+				var best []float64
+				if res[m], best, err = noiseSeeds(cfg, p, m, sg); err != nil {
 					return err
 				}
+				if m == "aware" {
+					measured = best
+				}
 			}
+			bests = append(bests, fmt.Sprintf("%g%% %s", 100*sg, fmtQ(measured)))
 			_, nMed, _ := quartiles(res["naive"])
 			_, cMed, _ := quartiles(res["confirm"])
 			_, aMed, _ := quartiles(res["aware"])
-			fmt.Fprintf(w, "  %-6s %-30s %-30s %-30s %-14s %-19s %-12s %s\n", fmt.Sprintf("%g%%", 100*sg), fmtQ(res["naive"]), fmtQ(res["aware"]), fmtQ(res["confirm"]),
-				ratio(nMed, cMed), ratio(cMed, refMed), ratio(nMed, aMed), ratio(aMed, refMed))
+			fl := func(v float64) float64 { return max(v, floor) }
+			fmt.Fprintf(w, "  %-6s %-30s %-30s %-30s %-14s %-19s %-12s %-17s %-27s %s\n", fmt.Sprintf("%g%%", 100*sg), fmtQ(res["naive"]), fmtQ(res["aware"]), fmtQ(res["confirm"]),
+				ratio(nMed, cMed), ratio(cMed, refMed), ratio(nMed, aMed), ratio(aMed, refMed), ratio(fl(cMed), fl(refMed)), ratio(fl(aMed), fl(refMed)))
 		}
+		fmt.Fprintf(w, "  aware: the best configuration it measured (a perfect pick among them): %s\n", strings.Join(bests, "; "))
 		fmt.Fprintf(w, "  (%.0fs)\n", time.Since(t0).Seconds())
 	}
 	fmt.Fprintln(w)
@@ -181,8 +209,9 @@ func fmtQ(v []float64) string {
 	return fmt.Sprintf("%s [%s, %s]", fmtV(med), fmtV(q1), fmtV(q3))
 }
 
-func noiseSeeds(cfg config, p problem, method string, sigma float64) ([]float64, error) {
+func noiseSeeds(cfg config, p problem, method string, sigma float64) ([]float64, []float64, error) {
 	out := make([]float64, cfg.seeds)
+	best := make([]float64, cfg.seeds)
 	errs := make([]error, cfg.seeds)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, cfg.workers)
@@ -192,15 +221,15 @@ func noiseSeeds(cfg config, p problem, method string, sigma float64) ([]float64,
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			v, err := noiseRun(p, method, sigma, int64(s+1), cfg.budget)
-			out[s], errs[s] = v-p.optimum, err
+			v, b, err := noiseRun(p, method, sigma, int64(s+1), cfg.budget)
+			out[s], best[s], errs[s] = v-p.optimum, b-p.optimum, err
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, best, nil
 }
