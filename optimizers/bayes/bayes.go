@@ -96,6 +96,7 @@ type Optimizer struct {
 	aware  bool               // noise-aware mode (noise.go)
 	outl   map[string]float64 // noise-aware mode: noise factors of outliers (robust.go)
 	tr     *trustRegion       // nil: global search (trust.go)
+	fid    *fidelityDim       // nil: no fidelity input (fidelity.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -276,7 +277,7 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 // randomFree draws a random point that avoid rejects not, or nil.
 func (o *Optimizer) randomFree(avoid func(string) bool) tunables.Point {
 	for range 200 {
-		p := o.sp.Random(o.rng)
+		p := o.pin(o.sp.Random(o.rng))
 		if !avoid(space.Key(p)) {
 			return p
 		}
@@ -568,7 +569,7 @@ func (o *Optimizer) bestRepeat(g *gp, taken map[string]bool) tunables.Point {
 	if best == nil {
 		return nil
 	}
-	return slices.Clone(best)
+	return o.pin(slices.Clone(best))
 }
 
 // incumbent is the lowest posterior mean at the training points.
