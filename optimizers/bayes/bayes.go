@@ -223,7 +223,7 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 			return true
 		}
 		_, seen := o.hist.Lookup(key)
-		return seen
+		return seen || o.triedAtAnyFidelity(key)
 	}
 	var out []tunables.Point
 	choose := func(p tunables.Point) {
@@ -363,7 +363,7 @@ func (o *Optimizer) targets(lam []float64) []float64 {
 	// In the trust region the targets are only standardized, as in
 	// TuRBO: the power warping flattens the bottom of a deep basin (a
 	// ripple of Ackley near its optimum), where the region works.
-	return transformOutputs(o.rawTargets(lam), !o.opts.NoOutputWarping && !o.trActive())
+	return transformOutputs(o.debias(o.rawTargets(lam)), !o.opts.NoOutputWarping && !o.trActive())
 }
 
 func (o *Optimizer) counts() []float64 {
