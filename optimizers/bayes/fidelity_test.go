@@ -173,3 +173,40 @@ func TestSetFidelityErrors(t *testing.T) {
 		t.Errorf("a different setting: %v", err)
 	}
 }
+
+// TestFidelityDebias: the offset that every configuration has at a low
+// fidelity is estimated from configurations measured at two fidelities
+// and removed from the targets; without such pairs nothing is removed.
+func TestFidelityDebias(t *testing.T) {
+	o, err := New(fidDims(), Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetFidelity(3, 1); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	final := func(p tunables.Point) float64 { return p[0] + 2*p[1] }
+	var obs []Observation
+	for i := range 30 {
+		p := tunables.Point{rng.Float64(), rng.Float64(), rng.Float64(), 0}
+		obs = append(obs, Observation{X: p, Y: []float64{final(p) + 1.5}}) // offset 1.5 at s = 0
+		if i%3 == 0 {                                                      // promoted: also at s = 1
+			q := tunables.Point{p[0], p[1], p[2], 1}
+			obs = append(obs, Observation{X: q, Y: []float64{final(q)}})
+		}
+	}
+	if got := o.debias([]float64{1, 2}); got[0] != 1 || got[1] != 2 {
+		t.Errorf("debias without history changed the targets: %v", got)
+	}
+	if err := o.Observe(obs...); err != nil {
+		t.Fatal(err)
+	}
+	raw := o.rawTargets(nil)
+	got := o.debias(raw)
+	for i, e := range o.hist.Entries() {
+		if want := final(e.X); math.Abs(got[i]-want) > 1e-6 {
+			t.Fatalf("entry %v: debiased %v, want %v (raw %v)", e.X, got[i], want, raw[i])
+		}
+	}
+}
