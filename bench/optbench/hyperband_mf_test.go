@@ -40,27 +40,29 @@ func TestLCNetShape(t *testing.T) {
 	}
 }
 
-// TestMFRun: with an unreachable target a method spends its whole limit
-// and only full-fidelity results make its quality; a reachable one stops
-// early.
+// TestMFRun: a method spends its whole limit, only full-fidelity results
+// make its quality, and a target is reached at the first cost whose
+// quality meets it.
 func TestMFRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
 	for _, m := range mfMethods {
 		for _, cont := range []bool{false, true} {
-			tr, err := mfRun(p, m, cont, 1, 200, -1e9)
+			tr, err := mfRun(p, m, cont, 1, 200)
 			if err != nil {
 				t.Fatalf("%s: %v", m, err)
 			}
 			if tr.evals < 20 || len(tr.cost) == 0 || tr.cost[len(tr.cost)-1] > 200+4*9 || tr.final() < braninProblem().optimum-1e-9 {
 				t.Errorf("%s continue=%v: %d runs, costs %v, quality %v", m, cont, tr.evals, tr.cost, tr.quality)
 			}
-			easy, err := mfRun(p, m, cont, 1, 200, 1e9)
-			if err != nil || len(easy.cost) != 1 || easy.reach(1e9) > 200 {
-				t.Errorf("%s: a reachable target: %v %v", m, easy.cost, err)
+			if c := tr.reach(1e9); c != tr.cost[0] || c > 200 {
+				t.Errorf("%s: a reachable target reached at %v, want %v", m, c, tr.cost[0])
+			}
+			if c := tr.reach(-1e9); !math.IsInf(c, 1) {
+				t.Errorf("%s: an unreachable target reached at %v", m, c)
 			}
 		}
 	}
-	if _, err := mfRun(p, "nope", false, 1, 10, 0); err == nil || !strings.Contains(err.Error(), "unknown -mf method") {
+	if _, err := mfRun(p, "nope", false, 1, 10); err == nil || !strings.Contains(err.Error(), "unknown -mf method") {
 		t.Errorf("unknown method: %v", err)
 	}
 }
