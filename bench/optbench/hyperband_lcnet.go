@@ -25,8 +25,11 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
+	"strings"
 
 	"github.com/benchtune/bench/tunables"
 )
@@ -106,4 +109,75 @@ func lcError(u tunables.Point, t float64) float64 {
 // lcObserve is one run of t epochs: the error after t epochs plus noise.
 func lcObserve(u tunables.Point, t float64, rng *rand.Rand) float64 {
 	return lcError(u, t) + (0.004+0.03/(1+t/2))*rng.NormFloat64()
+}
+
+// lcStats describes lcnet: the best final error of 200,000 random
+// configurations, and over 2,000 of them the Spearman correlation of the
+// error after t epochs (one noisy run) with the final one, for all of
+// them and for the best tenth.
+func lcStats() string {
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := func() tunables.Point {
+		u := make(tunables.Point, len(lcKnobs))
+		for i := range u {
+			u[i] = rng.Float64()
+		}
+		u[4] = math.Floor(u[4]*5) / 4 // the 5 levels of layers, equally likely
+		return u
+	}
+	best := math.Inf(1)
+	for range 200000 {
+		best = min(best, lcError(random(), lcMaxEpochs))
+	}
+	pts := make([]tunables.Point, 2000)
+	final := make([]float64, len(pts))
+	for i := range pts {
+		pts[i] = random()
+		final[i] = lcError(pts[i], lcMaxEpochs)
+	}
+	idx := make([]int, len(pts))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return final[idx[a]] < final[idx[b]] })
+	top := idx[:len(idx)/10]
+	var all, tenth []string
+	for _, t := range []float64{1, 3, 9, 27} {
+		early := make([]float64, len(pts))
+		for i, u := range pts {
+			early[i] = lcObserve(u, t, rng)
+		}
+		all = append(all, fmt.Sprintf("%.2f", spearman(early, final)))
+		var e, f []float64
+		for _, i := range top {
+			e, f = append(e, early[i]), append(f, final[i])
+		}
+		tenth = append(tenth, fmt.Sprintf("%.2f", spearman(e, f)))
+	}
+	return fmt.Sprintf("lcnet: best final error of 200000 random configurations %.4f; Spearman correlation of the error after 1, 3, 9, 27 epochs with the final one over 2000 random configurations: %s (all), %s (best tenth)",
+		best, strings.Join(all, ", "), strings.Join(tenth, ", "))
+}
+
+// spearman is the rank correlation of a and b (no ties expected).
+func spearman(a, b []float64) float64 {
+	rank := func(v []float64) []float64 {
+		idx := make([]int, len(v))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(x, y int) bool { return v[idx[x]] < v[idx[y]] })
+		r := make([]float64, len(v))
+		for i, j := range idx {
+			r[j] = float64(i)
+		}
+		return r
+	}
+	ra, rb := rank(a), rank(b)
+	n := float64(len(a))
+	s := 0.0
+	for i := range ra {
+		d := ra[i] - rb[i]
+		s += d * d
+	}
+	return 1 - 6*s/(n*(n*n-1))
 }

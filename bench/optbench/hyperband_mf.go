@@ -341,6 +341,9 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 		promo = "continued (pays the difference)"
 	}
 	rungs := hyperband.Config{Min: p.min, Max: p.max, Eta: 3, Integer: true}.Rungs()
+	if p.name == "lcnet" {
+		fmt.Fprintln(w, lcStats())
+	}
 	fmt.Fprintf(w, "== -mf on %s (%d knobs): fidelity %g..%g, rungs %v (η 3), promotions %s; %d runners; full GP: %d trials × %g = %g\n",
 		p.name, len(p.dims), p.min, p.max, rungs, promo, mfRunners, p.budget, p.max, limit)
 	type res struct {
