@@ -71,6 +71,10 @@ type MlosCore struct {
 	// the declared defaults of tunables with special values (bench only,
 	// DeclaredDefaultsKey) instead of mlos_bench's special value.
 	declaredDefaults bool
+	fid              *fidelityMode      // fidelity.go: nil until SetFidelity
+	opts             engineOptions      // how eng was built (SetFidelity builds another)
+	observed         []algo.Observation // what eng was given (SetFidelity replays it)
+	fidStash         []Prior            // priors at a fidelity before SetFidelity
 }
 
 // DeclaredDefaultsKey is the bench-only MlosCoreOptimizer config key that
@@ -176,6 +180,7 @@ func newMlosCore(spec Spec) (Optimizer, error) {
 		}
 		opts.Initial = p
 	}
+	m.opts = opts
 	if m.eng, err = factory(m.space, opts); err != nil {
 		return nil, spec.Ref.Errorf("%v", err)
 	}
@@ -238,6 +243,9 @@ func (m *MlosCore) distinct(k int) ([]tunables.Point, error) {
 // pending. An outcome the optimizer did not suggest (id 0) drops a pending
 // suggestion of exactly the same configuration, if any.
 func (m *MlosCore) Observe(id int, tun *tunables.Groups, status trial.Status, results map[string]any) ([]float64, error) {
+	if m.fid != nil {
+		return m.ObserveAt(id, tun, 0, status, results) // fidelity.go
+	}
 	scores, err := m.Base.Observe(id, tun, status, results)
 	if err != nil {
 		return nil, err
@@ -246,7 +254,18 @@ func (m *MlosCore) Observe(id int, tun *tunables.Groups, status trial.Status, re
 	if err != nil {
 		return nil, err
 	}
-	key := pointKey(m.space.Snap(p))
+	m.settle(id, pointKey(m.space.Snap(p)))
+	if err := m.eng.Observe(algo.Observation{X: p, Y: scores}); err != nil {
+		return nil, err
+	}
+	m.observed = append(m.observed, algo.Observation{X: p, Y: scores})
+	return scores, nil
+}
+
+// settle marks the configuration with key as observed: suggestion id (or,
+// for id 0, a pending suggestion of the same configuration) is no longer
+// pending.
+func (m *MlosCore) settle(id int, key string) {
 	if _, ok := m.pending[id]; ok && id > 0 {
 		delete(m.pending, id)
 	} else {
@@ -261,18 +280,11 @@ func (m *MlosCore) Observe(id int, tun *tunables.Groups, status trial.Status, re
 		m.seen = map[string]bool{}
 	}
 	m.seen[key] = true
-	if err := m.eng.Observe(algo.Observation{X: p, Y: scores}); err != nil {
-		return nil, err
-	}
-	return scores, nil
 }
 
 // BulkRegister warm-starts the engine from earlier trials.
 func (m *MlosCore) BulkRegister(priors []Prior) error {
-	return m.bulk(priors, func(t *tunables.Groups, s trial.Status, r map[string]any) error {
-		_, err := m.Observe(0, t, s, r)
-		return err
-	})
+	return m.bulkAt(priors) // fidelity.go: with Prior.Fidelity
 }
 
 // randomEngine samples the space, avoiding points already seen when it can.

@@ -95,6 +95,10 @@ func run(args []string, w io.Writer) error {
 	pruneArg := fs.String("prune", "", "instead: the early-stopping benchmark with B full trials of S steps, e.g. 40,27 (see prune.go)")
 	hyperbandArg := fs.String("hyperband", "", "instead: the multi-fidelity benchmark (Hyperband, BOHB) against B full-fidelity GP trials of fidelity S, e.g. 40,27 (see hyperband.go)")
 	curveScale := fs.Float64("curve-scale", 1, "with -hyperband: multiply the learning curve's offset and noise (1: as -prune)")
+	mfArg := fs.String("mf", "", "instead: the multi-fidelity benchmark with schedulers/hyperband and 4 runners on these problems, e.g. lcnet,branin,hartmann6 (see hyperband_mf.go)")
+	mfBudget := fs.Int("mf-budget", 0, "with -mf: full-fidelity GP's trials (0: lcnet 50, branin/hartmann6 40)")
+	mfMeths := fs.String("mf-methods", strings.Join(mfMethods, ","), "with -mf: the multi-fidelity methods")
+	mfContinue := fs.Bool("mf-continue", false, "with -mf: a promotion continues the run (pays the difference) instead of re-running it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,6 +136,19 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "optbench -highdim: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
 		return benchHighDim(w, cfg, b[0], b[1], splitList(*hdMethods))
+	}
+	if *mfArg != "" {
+		probs, err := mfProblems(splitList(*mfArg), *mfBudget)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "optbench -mf: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
+		for _, p := range probs {
+			if err := benchMF(w, cfg, p, splitList(*mfMeths), *mfContinue); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if *hyperbandArg != "" {
 		b, err := parseInts(*hyperbandArg)

@@ -62,7 +62,7 @@ type cand struct {
 // highest log EI, or nil when there is none.
 func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 	d := o.sp.Len()
-	a := &acq{o: o, g: g, best: incumbent(g),
+	a := &acq{o: o, g: g, best: o.incumbentAt(g),
 		dmu: make([]float64, d), dv: make([]float64, d), grad: make([]float64, d)}
 	if o.aware {
 		a.best, a.noise = aeiThreshold(g), g.noise
@@ -95,7 +95,7 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 		}
 	}
 	for range nRandomCandidates {
-		add(o.sp.Random(o.rng))
+		add(o.pin(o.sp.Random(o.rng)))
 	}
 	scales := []float64{0.005, 0.02, 0.08, 0.3}
 	for _, an := range o.anchors(g) {
@@ -174,7 +174,7 @@ func (o *Optimizer) perturb(p tunables.Point, scale float64) tunables.Point {
 		}
 	}
 	o.sp.SnapInPlace(q)
-	return q
+	return o.pin(q)
 }
 
 // refine climbs log EI from p: gradient steps on continuous coordinates,
@@ -201,7 +201,7 @@ func (o *Optimizer) refine(a *acq, p tunables.Point, f float64, avoid func(strin
 func (o *Optimizer) gradAscent(a *acq, p tunables.Point, f float64) (tunables.Point, float64) {
 	dims := a.dimsBuf[:0]
 	for i, dm := range o.sp.Dims() {
-		if dm.Kind == tunables.DimNumeric && (dm.Levels == 0 || dm.Levels > relaxLevels) && o.sp.Active(p, i) {
+		if dm.Kind == tunables.DimNumeric && (dm.Levels == 0 || dm.Levels > relaxLevels) && o.sp.Active(p, i) && !o.isFidelity(i) {
 			dims = append(dims, i)
 		}
 	}
@@ -278,7 +278,7 @@ func (o *Optimizer) hillClimb(a *acq, p tunables.Point, f float64, avoid func(st
 		var bestQ tunables.Point
 		bestF := f
 		for _, q := range o.sp.Neighbors(p) {
-			if avoid(space.Key(q)) {
+			if avoid(space.Key(q)) || !o.atFull(q) {
 				continue
 			}
 			if fq := a.value(q); fq > bestF+1e-12 {

@@ -96,6 +96,7 @@ type Optimizer struct {
 	aware  bool               // noise-aware mode (noise.go)
 	outl   map[string]float64 // noise-aware mode: noise factors of outliers (robust.go)
 	tr     *trustRegion       // nil: global search (trust.go)
+	fid    *fidelityDim       // nil: no fidelity input (fidelity.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -223,7 +224,7 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 			return true
 		}
 		_, seen := o.hist.Lookup(key)
-		return seen
+		return seen || o.triedAtAnyFidelity(key)
 	}
 	var out []tunables.Point
 	choose := func(p tunables.Point) {
@@ -285,7 +286,7 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 // randomFree draws a random point that avoid rejects not, or nil.
 func (o *Optimizer) randomFree(avoid func(string) bool) tunables.Point {
 	for range 200 {
-		p := o.sp.Random(o.rng)
+		p := o.pin(o.sp.Random(o.rng))
 		if !avoid(space.Key(p)) {
 			return p
 		}
@@ -371,7 +372,7 @@ func (o *Optimizer) targets(lam []float64) []float64 {
 	// In the trust region the targets are only standardized, as in
 	// TuRBO: the power warping flattens the bottom of a deep basin (a
 	// ripple of Ackley near its optimum), where the region works.
-	return transformOutputs(o.rawTargets(lam), !o.opts.NoOutputWarping && !o.trActive())
+	return transformOutputs(o.debias(o.rawTargets(lam)), !o.opts.NoOutputWarping && !o.trActive())
 }
 
 func (o *Optimizer) counts() []float64 {
@@ -577,7 +578,7 @@ func (o *Optimizer) bestRepeat(g *gp, taken map[string]bool) tunables.Point {
 	if best == nil {
 		return nil
 	}
-	return slices.Clone(best)
+	return o.pin(slices.Clone(best))
 }
 
 // incumbent is the lowest posterior mean at the training points.
