@@ -84,6 +84,9 @@ func ByConfig(trials []storage.Trial, objs trial.Objectives, pols Policies, main
 		if !t.Finished() || t.Status == trial.CANCELED || (mainOnly && IsConfirm(t)) {
 			continue
 		}
+		if trial.LowFidelity(t.Metadata) {
+			continue // a multi-fidelity run's lower-fidelity result: no answer, not a repeat
+		}
 		c := byHash[t.ConfigHash]
 		if c == nil {
 			c = &Config{ConfigID: t.ConfigID, ConfigHash: t.ConfigHash, Params: t.Params,

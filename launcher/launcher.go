@@ -254,6 +254,9 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 	if r.Tunables, err = r.initialTunables(); err != nil {
 		return storage.Config{}, err
 	}
+	if err := r.checkFidelity(schedCfg); err != nil { // fidelity.go
+		return storage.Config{}, err
+	}
 	if r.Optimizer, err = r.buildOptimizer(); err != nil {
 		return storage.Config{}, err
 	}
@@ -502,7 +505,8 @@ func (r *Run) schedulerConfig() (schedulers.Config, error) {
 	}
 	// The default experiment id needs the root environment's name: it is
 	// filled in once the environment is built (see Build).
-	return schedulers.DecodeConfig(class, fileCfg, l.Globals, ref, "DEFAULT_EXPERIMENT_ID", l.Teardown)
+	cfg, err := schedulers.DecodeConfig(class, fileCfg, l.Globals, ref, "DEFAULT_EXPERIMENT_ID", l.Teardown)
+	return cfg, locateFidelityGlobal(l, err) // fidelity.go
 }
 
 // defaultExperimentID names an experiment after its root environment when

@@ -154,7 +154,7 @@ func (r *Run) Summarize(ctx context.Context) (*Summary, error) {
 		s.Problems = append(s.Problems, fmt.Sprintf("Expected %d trials, but only %d were run. %s", s.Planned, finished, checkDetails))
 	}
 	if finished > 0 && s.BestTrial == 0 {
-		s.Problems = append(s.Problems, "no trial succeeded with numeric values for the optimization targets")
+		s.Problems = append(s.Problems, noBestProblem(trials)) // fidelity.go
 	}
 	if finished > 0 && float64(s.Failed+s.Canceled) > 0.2*float64(finished) {
 		// mlos_bench raises RuntimeWarning here, which fails its run.

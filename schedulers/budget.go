@@ -98,6 +98,9 @@ func (d *dispatch) refill(ctx context.Context) (bool, error) {
 	if d.popDeferred() {
 		return true, nil
 	}
+	if handled, progressed, err := d.fidelityRefill(want); handled || err != nil { // fidelity.go: promotions first
+		return progressed, err
+	}
 	return d.suggest(ctx, want)
 }
 
@@ -198,7 +201,12 @@ func (d *dispatch) metadata(tun *tunables.Groups) map[string]string {
 func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion, local int, storeNow bool) error {
 	s := d.s
 	tun := sg.Tunables
+	fidMeta, skip, err := d.fidelityFirst(sg, &tun) // fidelity.go: its bracket and first rung
+	if err != nil || skip {
+		return err
+	}
 	meta := d.metadata(tun)
+	maps.Copy(meta, fidMeta)
 	hash := tun.Hash()
 	for r := 1; r <= d.repeats(); r++ {
 		if s.cfg.MaxTrials > 0 && d.trialCount >= s.cfg.MaxTrials {

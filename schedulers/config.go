@@ -131,6 +131,9 @@ type Config struct {
 	Noise NoiseConfig
 	// Pruner is early stopping (pruner; bench only; prune.go).
 	Pruner PrunerConfig
+	// Fidelity is multi-fidelity scheduling (fidelity; bench only;
+	// fidelity.go).
+	Fidelity FidelityConfig
 }
 
 // Runner kinds (Config.Runner, and RunnerKind).
@@ -207,7 +210,7 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	if !ok {
 		return Config{}, ref.Child("class").Errorf("unknown scheduler class %q; known classes: %s", class, strings.Join(Classes(), ", "))
 	}
-	cfg := withPruneDefaults(withNoiseDefaults(defaults(defaultExperimentID, teardown)))
+	cfg := withFidelityDefaults(withPruneDefaults(withNoiseDefaults(defaults(defaultExperimentID, teardown))))
 	maps.Copy(cfg, fileCfg)
 	g := maps.Clone(globals)
 	delete(g, "teardown") // --no-teardown is applied below, never by a global
@@ -356,6 +359,8 @@ func DecodeConfig(class string, fileCfg map[string]any, globals map[string]any, 
 	}
 	out.Noise = decodeNoise(cfg, bad)
 	out.Pruner = decodePruner(cfg, bad) // prune.go
+	// fidelity_config.go
+	errs = append(errs, decodeFidelity(cfg, globals, cref, &out)...)
 	if len(errs) > 0 {
 		return out, errs[0]
 	}

@@ -43,7 +43,14 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 		}
 	}
 	need := n + s.cfg.QueueAhead - unowned
-	if need <= 0 || !d.notDone() {
+	if need > 0 { // fidelity.go: promotions first
+		k, err := d.fidelityFeed(ctx, need)
+		if err != nil {
+			return err
+		}
+		need -= k
+	}
+	if need <= 0 || !d.notDone() || d.fidelityCapped() {
 		return nil
 	}
 	if c, err := d.countTrials(ctx); err == nil {

@@ -131,11 +131,14 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 				d.failed++
 			}
 		}
-		if t.Status != trial.CANCELED {
+		if t.Status != trial.CANCELED && !trial.LowFidelity(t.Metadata) { // a lower-fidelity result is no full outcome
 			priors = append(priors, optimizers.Prior{Values: stringValues(t.Params), Status: t.Status, Results: map[string]any(t.Results)})
 		} else {
 			unobserved = append(unobserved, stringValues(t.Params))
 		}
+	}
+	if priors, unobserved, suggestions, err = d.fidelityResume(all, priors, unobserved, suggestions); err != nil { // fidelity.go
+		return nil, err
 	}
 	if !s.o.Worker {
 		s.warnTunablesChanged(all)
@@ -259,7 +262,7 @@ func (d *dispatch) loop(ctx context.Context) error {
 // worker) a driver that is still going.
 func (d *dispatch) more(ctx context.Context) (bool, error) {
 	s := d.s
-	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() {
+	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() || d.fidelityMore() {
 		return true, nil
 	}
 	pending, err := s.exp.PendingTrials(ctx)

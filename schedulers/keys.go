@@ -8,5 +8,5 @@ import (
 // ConfigKeys are the scheduler config keys, mlos_bench's and bench's:
 // the globals a scheduler reads.
 func ConfigKeys() []string {
-	return slices.Sorted(maps.Keys(withPruneDefaults(withNoiseDefaults(defaults("", false)))))
+	return slices.Sorted(maps.Keys(withFidelityDefaults(withPruneDefaults(withNoiseDefaults(defaults("", false))))))
 }

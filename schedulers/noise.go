@@ -282,6 +282,8 @@ func (d *dispatch) endReason(runErr error, interrupted bool) string {
 		return "the optimizer had nothing more to suggest"
 	case s.cfg.MaxTrials > 0 && d.trialCount >= s.cfg.MaxTrials:
 		return fmt.Sprintf("budget spent: max_trials %d", s.cfg.MaxTrials)
+	case d.fidelityCapped(): // fidelity.go
+		return fmt.Sprintf("budget spent: max_trials %d (full-fidelity trials)", s.fid.maxTrials)
 	case !s.opt.NotConverged():
 		return fmt.Sprintf("budget spent: max_suggestions %d", s.opt.MaxSuggestions())
 	}

@@ -76,7 +76,7 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	switch out.Status {
 	case trial.SUCCEEDED:
 		own(&s.stats.Succeeded)
-		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil {
+		if scores, err := s.targets.Scores(out.Status, out.Results); err == nil && !trial.LowFidelity(t.Metadata) {
 			if d.best == nil || trial.BetterTrial(scores, t.ID, s.targets.Values(d.best.Values), d.best.TrialID) {
 				d.best = &Best{TrialID: t.ID, Values: s.targets.Values(scores)}
 			}
@@ -95,7 +95,8 @@ func (d *dispatch) record(it item, out trial.Outcome) {
 	s.pruneDone(t.ID) // prune.go
 	s.logFinished(t, out)
 	d.observed[t.ID] = true
-	if out.Status != trial.CANCELED && !s.o.Worker {
+	if d.fidelityRecord(it, t, out) { // fidelity.go: the plan and the optimizer's contract
+	} else if out.Status != trial.CANCELED && !s.o.Worker {
 		tun := s.runnerTunables()
 		if err := tun.Assign(stringValues(t.Params)); err == nil {
 			// As mlos_bench's "Iteration N": the number of suggestions the

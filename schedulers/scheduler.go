@@ -157,6 +157,8 @@ type Scheduler struct {
 	remote  RemotePool
 	remoteN atomic.Int64
 	pruning *pruning // early stopping (prune.go); nil: none
+	// fid is multi-fidelity scheduling (fidelity.go); nil: none.
+	fid *fidelityRun
 }
 
 // New returns a scheduler. exp is the experiment as opened from storage;
@@ -190,6 +192,9 @@ func New(cfg Config, runners []Runner, opt optimizers.Optimizer, exp storage.Exp
 	}
 	s.stats.Planned = s.planned()
 	s.applyNoise()
+	if err := s.setupFidelity(); err != nil { // fidelity.go
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -214,8 +219,8 @@ func (s *Scheduler) Stats() Stats { return s.stats }
 func (s *Scheduler) Optimizer() optimizers.Optimizer { return s.opt }
 
 func (s *Scheduler) planned() int {
-	if s.o.Worker {
-		return 0
+	if s.o.Worker || s.cfg.Fidelity.On() {
+		return 0 // a multi-fidelity run's trials are not known ahead
 	}
 	n := s.opt.MaxSuggestions() * s.cfg.TrialConfigRepeatCount
 	if s.cfg.MaxTrials > 0 && (n <= 0 || s.cfg.MaxTrials < n) {

@@ -209,8 +209,8 @@ func HashParams(params map[string]string) string {
 // to minimize (max targets negated).
 func Best(trials []Trial, objectives trial.Objectives) (best Trial, scores []float64, ok bool) {
 	for _, t := range trials {
-		if !t.Finished() || t.Status != trial.SUCCEEDED {
-			continue
+		if !t.Finished() || t.Status != trial.SUCCEEDED || trial.LowFidelity(t.Metadata) {
+			continue // a lower-fidelity result (multi-fidelity) is never the answer
 		}
 		sc, err := objectives.Scores(t.Status, t.Results)
 		if err != nil {

@@ -25,7 +25,8 @@ var ErrTimeout = errors.New("timed out")
 //
 //  1. the experiment's globals (base),
 //  2. the trial's stored metadata (repeat_i, ...), only for keys base
-//     does not have,
+//     does not have; a multi-fidelity trial's fidelity value goes under
+//     its parameter's name even over base (fidelity.go),
 //  3. extra (a device slot's gpu_id/cpu_slot/device_slot, or the globals
 //     the driver sent along with an engine job's request),
 //  4. experiment_id, trial_id and trial_runner_id (trial_id and
@@ -42,6 +43,7 @@ func Globals(base map[string]any, metadata map[string]string, extra map[string]a
 			g[k] = v
 		}
 	}
+	fidelityGlobals(g, metadata) // fidelity.go: the value a multi-fidelity trial runs at
 	for k, v := range extra {
 		g[k] = v
 	}

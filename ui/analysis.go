@@ -141,6 +141,9 @@ func (m *model) best() (storage.Trial, bool) {
 	found := false
 	bs := 0.0
 	for _, t := range m.ok {
+		if trial.LowFidelity(t.Metadata) {
+			continue // a multi-fidelity run's lower-fidelity result is not an answer
+		}
 		s, _ := m.score(t, 0)
 		if !found || s < bs {
 			bt, bs, found = t, s, true

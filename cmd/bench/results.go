@@ -353,8 +353,8 @@ func (q *trialQuery) apply(objs []storage.Objective, trials []storage.Trial) ([]
 		}
 		var cands []scored
 		for _, t := range out {
-			if t.Status != trial.SUCCEEDED {
-				continue
+			if t.Status != trial.SUCCEEDED || trial.LowFidelity(t.Metadata) {
+				continue // a lower-fidelity result is not an answer
 			}
 			if sc, err := targets.Scores(t.Status, t.Results); err == nil {
 				cands = append(cands, scored{t, sc})
@@ -550,6 +550,10 @@ func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storag
 	if reusedCol {
 		header = append(header, "reused_from")
 	}
+	fidCol := anyFidelity(trials) // results_fidelity.go
+	if fidCol {
+		header = append(header, "fidelity")
+	}
 	header = append(header, "duration", "reason")
 	var rows [][]string
 	for _, t := range trials {
@@ -562,6 +566,9 @@ func writeTrialColumns(w io.Writer, info storage.ExperimentInfo, trials []storag
 		}
 		if reusedCol {
 			row = append(row, reusedCell(info.ID, t.ReusedFrom))
+		}
+		if fidCol {
+			row = append(row, fidelityCell(t))
 		}
 		dur := ""
 		if t.Finished() {

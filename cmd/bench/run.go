@@ -74,6 +74,10 @@ Precedence: CLI config file < globals files (in order) < --NAME VALUE <
 explicit options. Values of globals may use $name and ${name}, expanded
 from other globals, then from the process environment.
 
+Multi-fidelity (bench only, docs/scheduling.md): --fidelity
+PARAM:MIN:MAX[:ETA] (or a JSON object as text) declares a tunable or
+global as the fidelity: Hyperband with asynchronous promotion.
+
 Exit codes: 0 success; 1 the experiment ran but failed (mlos_bench's
 end-of-run checks: no trial ran, fewer trials than planned, more than 20%
 of the trials not succeeded, or no numeric best score; or it was stopped:
