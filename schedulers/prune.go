@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/benchtune/bench/analysis"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/schedulers/prune"
 	"github.com/benchtune/bench/storage"
@@ -241,6 +242,18 @@ func (pr *pruning) rebuild(ctx context.Context, exp interface {
 		pr.pruned[id] = true // no more reports are judged for it
 	}
 	return len(done), nil
+}
+
+// pruneTrial is pruneProgress for a trial about to start, except that a
+// confirmation re-run (analysis.IsConfirm: the search's best candidates
+// and the defaults, re-run to full length after the search) is never
+// judged: a pruner would compare it with the search's trials and could
+// stop the very runs the confirmation needs, the defaults' first of all.
+func (s *Scheduler) pruneTrial(ctx context.Context, t storage.Trial, next func(trial.Progress), cancel context.CancelCauseFunc) func(trial.Progress) {
+	if analysis.IsConfirm(t) {
+		return next
+	}
+	return s.pruneProgress(ctx, t.ID, next, cancel)
 }
 
 // pruneProgress wraps a trial's Progress listener (next, possibly nil) so

@@ -156,6 +156,31 @@ func TestPruneProgressChains(t *testing.T) {
 	}
 }
 
+// TestConfirmationIsNotPruned: a confirmation re-run (the search's
+// candidates and the defaults after the search) is never stopped by the
+// pruner, even where a search trial with the same values is.
+func TestConfirmationIsNotPruned(t *testing.T) {
+	s := &Scheduler{cfg: Config{Pruner: PrunerConfig{Kind: PrunerASHA, MinStep: 1, Eta: 3}}, targets: trial.Objectives{{Name: "score"}}}
+	s.log = slog.New(slog.DiscardHandler)
+	report := func(tr storage.Trial, v float64) (context.Context, int) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		n := 0
+		f := s.pruneTrial(context.Background(), tr, func(trial.Progress) { n++ }, cancel)
+		f(trial.Progress{Step: 1, Values: map[string]any{"score": v}})
+		return ctx, n
+	}
+	if ctx, _ := report(storage.Trial{ID: 1}, 1); ctx.Err() != nil {
+		t.Fatal("the first trial was pruned")
+	}
+	confirm := storage.Trial{ID: 2, Metadata: map[string]string{"phase": "confirm"}}
+	if ctx, n := report(confirm, 50); ctx.Err() != nil || n != 1 {
+		t.Errorf("a confirmation trial was pruned (%v) or its report not passed on (%d)", context.Cause(ctx), n)
+	}
+	if ctx, n := report(storage.Trial{ID: 3}, 50); ctx.Err() == nil || n != 1 {
+		t.Errorf("a search trial as bad as the confirmation one went on (reports passed on: %d)", n)
+	}
+}
+
 func TestDecodePruner(t *testing.T) {
 	for _, tc := range []struct {
 		in   any

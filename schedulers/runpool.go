@@ -156,7 +156,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 	}
 	jctx, cancel := context.WithCancelCause(ctx)
 	j.cancel = cancel
-	spec.Progress = s.pruneProgress(ctx, t.ID, spec.Progress, cancel) // prune.go
+	spec.Progress = s.pruneTrial(ctx, t, spec.Progress, cancel) // prune.go
 	d.running[t.ID] = j
 	if d.beat != nil {
 		d.beat.busy.Store(true) // before anything else runs here (Suggest)

@@ -477,7 +477,9 @@ func (s *LocalExecService) killGroup(pgid int, waitDone <-chan struct{}) {
 			// Once the shell is reaped, an empty group means all are gone.
 			select {
 			case <-waitDone:
-				if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+				// Zombies count for kill(-pgid, 0): orphans that init
+				// has not reaped yet are not processes to wait for.
+				if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) || !reaper.GroupLive(pgid) {
 					return
 				}
 			default:
