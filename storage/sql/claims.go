@@ -227,8 +227,8 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			return nil
 		}
 		seq := e.guessSeq()
-		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?), bench_seq = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
-			now, seq, e.info.ID, trialID)
+		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?), bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
+			now, e.seqArg(seq), e.info.ID, trialID)
 		if err != nil {
 			return fmt.Errorf("storage: request trial %d of %q to stop: %w", trialID, e.info.ID, err)
 		}

@@ -31,13 +31,31 @@ import (
 // taken under bench_feed's lock, so the guess changes no lock and no
 // order; a right guess saves the stamp's round trip. On MySQL and MariaDB
 // the number comes back in the UPDATE's own reply (LAST_INSERT_ID(expr),
-// the documented way to emulate a sequence), elsewhere from RETURNING: one
+// the documented way to emulate a sequence), on SQLite from RETURNING: one
 // statement per transaction for the feed when the guess is right.
+//
+// PostgreSQL guesses nothing: there one statement takes the number and
+// stamps the trials (a data-modifying WITH; a new trial's INSERT takes it
+// the same way), which a wrong guess (common with concurrent writers)
+// could only make two.
 
 // guessSeq is the change number to write into the bench_seq of the trials
-// a transaction changes, before settle takes the real one.
+// a transaction changes (with seqArg), before settle takes the real one; 0
+// for none (PostgreSQL).
 func (e *experiment) guessSeq() int64 {
+	if e.s.dialect.name() == "postgres" {
+		return 0
+	}
 	return e.lastSeq().Add(1)
+}
+
+// seqArg is the argument of "bench_seq = COALESCE(?, bench_seq)" for guess
+// seq: NULL, which keeps the column as it is, for none.
+func (e *experiment) seqArg(seq int64) any {
+	if seq == 0 {
+		return nil
+	}
+	return seq
 }
 
 // lastSeq is the last change number this process took for the
@@ -53,8 +71,23 @@ func (e *experiment) lastSeq() *atomic.Int64 {
 // settle takes the experiment's next change number as the last statement
 // of the transaction and gives it to the trials of the experiment that
 // where selects (on table trial, with args), which the transaction wrote
-// guess into (0: no guess written; they are stamped).
+// guess into (0: no guess written; they are stamped). On PostgreSQL, with
+// no guess, taking the number and stamping the trials is one statement
+// (the number comes from a data-modifying WITH; the trials' rows are the
+// transaction's already, so the locks come in the same order); when it
+// finds no bench_feed row (nothing stamped), the general path runs and
+// creates the row.
 func (e *experiment) settle(ctx context.Context, r runner, guess int64, where string, args ...any) error {
+	if guess == 0 && e.s.dialect.name() == "postgres" {
+		res, err := r.exec(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
+			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND `+where, append([]any{e.info.ID, e.info.ID}, args...)...)
+		if err != nil {
+			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
+		}
+		if ok, err := affected(res); err != nil || ok {
+			return err
+		}
+	}
 	seq, err := e.bump(ctx, r)
 	if err != nil {
 		return err
@@ -73,24 +106,9 @@ func (e *experiment) settleTrial(ctx context.Context, r runner, guess int64, tri
 	return e.settle(ctx, r, guess, "trial_id = ?", trialID)
 }
 
-// touch gives the trials of the experiment that where selects the
-// experiment's next change number, for a transaction that wrote no guess
-// (several trials: claims, releases). On PostgreSQL, taking the number
-// and stamping the trials is one statement (the number comes from a data-
-// modifying WITH; the trials' rows are the transaction's already, so the
-// locks come in the same order); when it finds no bench_feed row (nothing
-// stamped), settle runs and creates the row.
+// touch is settle for a transaction that wrote no guess (several trials:
+// claims, releases).
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
-	if e.s.dialect.name() == "postgres" {
-		res, err := r.exec(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
-			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND `+where, append([]any{e.info.ID, e.info.ID}, args...)...)
-		if err != nil {
-			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
-		}
-		if ok, err := affected(res); err != nil || ok {
-			return err
-		}
-	}
 	return e.settle(ctx, r, 0, where, args...)
 }
 

@@ -261,8 +261,9 @@ func TestChangesAcrossProcesses(t *testing.T) {
 		}
 		step++
 		trs, next, err := reader.Changes(ctx, since)
-		if err != nil || fmt.Sprint(ids(trs)) != fmt.Sprint([]int{tr2.ID, tr3.ID}) || next != since+1 {
-			t.Fatalf("step %d: finish and queue: %v, %d, %v; want trials %d and %d at %d", step, ids(trs), next, err, tr2.ID, tr3.ID, since+1)
+		// (One number for both, or on PostgreSQL one each.)
+		if err != nil || fmt.Sprint(ids(trs)) != fmt.Sprint([]int{tr2.ID, tr3.ID}) || next <= since || next > since+2 {
+			t.Fatalf("step %d: finish and queue: %v, %d, %v; want trials %d and %d after %d", step, ids(trs), next, err, tr2.ID, tr3.ID, since)
 		}
 		since = next
 		for _, w := range []storage.Experiment{other, a, a, other} {

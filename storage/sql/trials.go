@@ -26,15 +26,8 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 				return err
 			}
 		}
-		if e.s.dialect.name() == "postgres" {
-			// The number taken in the INSERT itself (one statement).
-			if took, err := e.insertTrial(ctx, r, nt, 0); err != nil || took {
-				return err
-			}
-			return e.settleTrial(ctx, r, 0, nt.ID)
-		}
 		seq := e.guessSeq()
-		if _, err := e.insertTrial(ctx, r, nt, seq); err != nil {
+		if took, err := e.insertTrial(ctx, r, nt, seq); err != nil || took {
 			return err
 		}
 		return e.settleTrial(ctx, r, seq, nt.ID)
@@ -86,8 +79,12 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		}
 		// The experiment's lock (insertTrial) before the feed's (settle);
 		// one change number for both trials.
-		if _, err := e.insertTrial(ctx, r, nt, seq); err != nil {
+		took, err := e.insertTrial(ctx, r, nt, seq)
+		if err != nil {
 			return err
+		}
+		if took { // PostgreSQL: the new trial has its number
+			return e.settleTrial(ctx, r, 0, fin.trialID)
 		}
 		return e.settle(ctx, r, seq, "trial_id IN (?, ?)", fin.trialID, nt.ID)
 	})
@@ -394,11 +391,11 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
 		seq := e.guessSeq()
-		q, args := `UPDATE trial SET bench_seq = ?, trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{seq, runnerID, e.info.ID, trialID}, condArgs...)
+		q, args := `UPDATE trial SET bench_seq = COALESCE(?, bench_seq), trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{e.seqArg(seq), runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
 			// No trial_runner_id column (mlos_bench adds it): the same checks.
-			q, args = `UPDATE trial SET bench_seq = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
+			q, args = `UPDATE trial SET bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
 		}
 		res, err := r.exec(ctx, q, args...)
 		if err != nil {
@@ -421,8 +418,8 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
 		seq := e.guessSeq()
-		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{job.Engine, job.Ref, job.Request, job.Submits, seq, e.info.ID, trialID}, condArgs...)...)
+		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(seq), e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
 		}
@@ -448,11 +445,11 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
 		seq := e.guessSeq()
-		q := `UPDATE trial SET status = ?, bench_seq = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-		args := []any{status.String(), seq, e.info.ID, trialID}
+		q := `UPDATE trial SET status = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+		args := []any{status.String(), e.seqArg(seq), e.info.ID, trialID}
 		if status == trial.RUNNING {
-			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-			args = []any{status.String(), e.s.dialect.ts(ts), seq, e.info.ID, trialID}
+			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(seq), e.info.ID, trialID}
 		}
 		cond, condArgs := e.owned()
 		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
@@ -540,9 +537,9 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, seq int64) error {
 	trialID, ts := fin.trialID, fin.ts
 	cond, condArgs := e.owned()
-	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = ?
+	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = COALESCE(?, bench_seq)
 		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, seq, e.info.ID, trialID}, condArgs...)...)
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(seq), e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
 		return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
