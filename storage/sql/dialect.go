@@ -136,10 +136,10 @@ func (mysqlDialect) readTx() *dbsql.TxOptions {
 
 // writeTx: InnoDB's default, REPEATABLE READ, would read every plain
 // SELECT of a transaction from the snapshot of its first one, and take gap
-// locks that make concurrent inserts deadlock.
-func (mysqlDialect) writeTx() *dbsql.TxOptions {
-	return &dbsql.TxOptions{Isolation: dbsql.LevelReadCommitted}
-}
+// locks that make concurrent inserts deadlock. Write transactions are READ
+// COMMITTED as the session's default, set once on each connection
+// (readCommitted), so that beginning one is a single round trip.
+func (mysqlDialect) writeTx() *dbsql.TxOptions { return nil }
 
 // retry: InnoDB resolves a deadlock by rolling back one of the
 // transactions (error 1213), which may then run again.

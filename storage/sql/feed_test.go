@@ -200,3 +200,77 @@ func TestChangesConcurrentWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesAcrossProcesses: two stores on one database (two bench
+// processes) write the same experiment in turn, so that each one's guess
+// of its next change number (guessSeq) is stale and the trials are
+// stamped again with the number taken; a write that fails after taking a
+// guess leaves nothing behind. A reader sees every change exactly once,
+// at the number the feed gives, whoever wrote it.
+func TestChangesAcrossProcesses(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		cfg := b.fresh(t)
+		a := newExperiment(t, open(t, cfg), "feed")
+		resume := func() storage.Experiment {
+			exp, _, err := open(t, cfg).Experiment(ctx, a.Info())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return exp
+		}
+		other, reader := resume(), resume()
+		var since int64
+		step := 0
+		expect := func(id int, st trial.Status) {
+			t.Helper()
+			step++
+			trs, next, err := reader.Changes(ctx, since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(trs) != 1 || trs[0].ID != id || trs[0].Status != st || next != since+1 {
+				t.Fatalf("step %d: Changes(%d) = %v %v, %d; want trial %d %s at %d", step, since, ids(trs), trs, next, id, st, since+1)
+			}
+			since = next
+		}
+		tr := mustTrial(t, a, map[string]string{"x": "1"})
+		expect(tr.ID, trial.PENDING)
+		if err := other.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		expect(tr.ID, trial.RUNNING)
+		// a's guess is behind by one: stamped again.
+		if err := a.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}); err != nil {
+			t.Fatal(err)
+		}
+		expect(tr.ID, trial.SUCCEEDED)
+		// A failed write took a guess and rolled back.
+		if err := a.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}); err == nil {
+			t.Fatal("a finished trial started again")
+		}
+		tr2, err := other.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "2"}, Running: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(tr2.ID, trial.RUNNING)
+		tr3, err := a.FinishAndQueue(ctx, tr2.ID, storage.TrialOutcome{Status: trial.FAILED, FailureReason: "x"},
+			storage.TrialSpec{Params: map[string]string{"x": "3"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step++
+		trs, next, err := reader.Changes(ctx, since)
+		// (One number for both, or on PostgreSQL one each.)
+		if err != nil || fmt.Sprint(ids(trs)) != fmt.Sprint([]int{tr2.ID, tr3.ID}) || next <= since || next > since+2 {
+			t.Fatalf("step %d: finish and queue: %v, %d, %v; want trials %d and %d after %d", step, ids(trs), next, err, tr2.ID, tr3.ID, since)
+		}
+		since = next
+		for _, w := range []storage.Experiment{other, a, a, other} {
+			if err := w.RequestStop(ctx, tr3.ID); err != nil {
+				t.Fatal(err)
+			}
+			expect(tr3.ID, trial.PENDING)
+		}
+	})
+}

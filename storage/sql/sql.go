@@ -19,6 +19,7 @@ package sql
 import (
 	"context"
 	dbsql "database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -92,6 +93,10 @@ type Store struct {
 	clockAt     time.Time
 	// clock replaces the database's clock for leases (Config.Clock).
 	clock func() time.Time
+
+	// feedLast holds, by experiment id, the last change number this
+	// process took (*atomic.Int64; see guessSeq).
+	feedLast sync.Map
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -395,7 +400,7 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 		return fmt.Errorf("%w: mysql connection settings: %v", storage.ErrInvalid, err)
 	}
 	s.describe = fmt.Sprintf("mysql %s@%s/%s", mc.User, mc.Addr, mc.DBName)
-	s.db = dbsql.OpenDB(conn)
+	s.db = dbsql.OpenDB(readCommitted{conn})
 	s.db.SetMaxOpenConns(16)
 	s.db.SetMaxIdleConns(4)
 	s.db.SetConnMaxIdleTime(5 * time.Minute)
@@ -404,6 +409,32 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 	s.db.SetConnMaxLifetime(time.Hour)
 	s.wdb = s.db
 	return nil
+}
+
+// readCommitted makes READ COMMITTED the default isolation of the
+// transactions of every new MySQL connection (see mysqlDialect.writeTx),
+// once per connection: a transaction begun with an isolation level costs
+// the driver a round trip of its own (SET TRANSACTION ISOLATION LEVEL)
+// before START TRANSACTION, three per trial. SET SESSION TRANSACTION is
+// understood by MySQL and MariaDB alike (the session variable's name is
+// not: transaction_isolation, tx_isolation).
+type readCommitted struct{ driver.Connector }
+
+func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("storage: mysql connection cannot run statements (%T)", conn)
+	}
+	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 func quoteConnValue(v string) string {

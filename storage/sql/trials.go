@@ -26,7 +26,11 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 				return err
 			}
 		}
-		return e.insertTrial(ctx, r, nt)
+		seq := e.guessSeq()
+		if took, err := e.insertTrial(ctx, r, nt, seq); err != nil || took {
+			return err
+		}
+		return e.settleTrial(ctx, r, seq, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -69,14 +73,20 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
-		if err := e.finishTrial(ctx, r, fin); err != nil {
+		seq := e.guessSeq()
+		if err := e.finishTrial(ctx, r, fin, seq); err != nil {
 			return err
 		}
-		// The experiment's lock (insertTrial) before the feed's (touch).
-		if err := e.insertTrial(ctx, r, nt); err != nil {
+		// The experiment's lock (insertTrial) before the feed's (settle);
+		// one change number for both trials.
+		took, err := e.insertTrial(ctx, r, nt, seq)
+		if err != nil {
 			return err
 		}
-		return e.touchTrial(ctx, r, fin.trialID)
+		if took { // PostgreSQL: the new trial has its number
+			return e.settleTrial(ctx, r, 0, fin.trialID)
+		}
+		return e.settle(ctx, r, seq, "trial_id IN (?, ?)", fin.trialID, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -139,23 +149,28 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 	return tr, nil
 }
 
-// insertTrial stores a planned trial, setting its id and config id.
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial) error {
+// insertTrial stores a planned trial, setting its id and config id, with
+// change number seq (a guess: the caller settles it, see settle). With seq
+// 0 on PostgreSQL, the INSERT takes the experiment's next number itself
+// (the number from a data-modifying WITH, after the experiment's lock), and
+// took reports whether it did (not when the experiment has no bench_feed
+// row yet: the caller settles then).
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, seq int64) (took bool, err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time.
 	var exp string
-	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
+	err = r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
 	if errors.Is(err, dbsql.ErrNoRows) {
-		return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+		return false, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 	}
 	if err != nil {
-		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
 	if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
-		return err
+		return false, err
 	}
 	var last dbsql.NullInt64
 	if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
-		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
 	tr.ID = max(e.info.FirstTrialID, 1)
 	if last.Valid {
@@ -170,42 +185,51 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	}
 	if tr.RetryOf > 0 {
 		if tr.RetryOf, err = e.originalTrial(ctx, r, tr.RetryOf); err != nil {
-			return err
+			return false, err
 		}
 		retry = tr.RetryOf
 	}
 	if tr.ReusedFrom != nil {
 		if err := e.trialExists(ctx, r, *tr.ReusedFrom); err != nil {
-			return err
+			return false, err
 		}
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
 	ts := tr.TsStart
-	// The trial is inserted with the experiment's next change number
-	// (the change feed), taken after the experiment's lock (see bump).
 	cols := `exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id`
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial}
+		owner, lease, retry, reusedExp, reusedTrial, seq}
 	if e.s.layout.noTrialRunner {
 		cols = `exp_id, trial_id, config_id, ts_start, status,
-		owner, lease_until, retry_of, reused_exp_id, reused_trial_id`
+		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 		args = slices.Delete(args, 3, 4)
 	}
-	if err := e.insertStamped(ctx, r, tr.ID, cols, args); err != nil {
-		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
+	if seq == 0 && e.s.dialect.name() == "postgres" {
+		var stamped dbsql.NullInt64
+		err := r.queryRow(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
+			INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, (SELECT seq FROM f)) RETURNING bench_seq`,
+			append([]any{e.info.ID}, args[:len(args)-1]...)...).Scan(&stamped)
+		if err != nil {
+			return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, e.s.scrub(err))
+		}
+		if took = stamped.Valid; took {
+			e.lastSeq().Store(stamped.Int64)
+		}
+	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
+		return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
 	for _, k := range sortedKeys(tr.Metadata) {
 		rows = append(rows, []any{e.info.ID, tr.ID, k, tr.Metadata[k]})
 	}
 	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
-		return err
+		return false, err
 	}
 	if tr.Status == trial.RUNNING {
-		return e.addHistory(ctx, r, tr.ID, ts, trial.PENDING, trial.RUNNING)
+		return took, e.addHistory(ctx, r, tr.ID, ts, trial.PENDING, trial.RUNNING)
 	}
-	return e.addHistory(ctx, r, tr.ID, ts, trial.PENDING)
+	return took, e.addHistory(ctx, r, tr.ID, ts, trial.PENDING)
 }
 
 // originalTrial returns the first trial of the retry chain trialID is in
@@ -366,11 +390,12 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		q, args := `UPDATE trial SET trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{runnerID, e.info.ID, trialID}, condArgs...)
+		seq := e.guessSeq()
+		q, args := `UPDATE trial SET bench_seq = COALESCE(?, bench_seq), trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{e.seqArg(seq), runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
 			// No trial_runner_id column (mlos_bench adds it): the same checks.
-			q, args = `UPDATE trial SET exp_id = exp_id WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, args[1:]
+			q, args = `UPDATE trial SET bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
 		}
 		res, err := r.exec(ctx, q, args...)
 		if err != nil {
@@ -382,7 +407,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.touchTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, seq, trialID)
 	})
 }
 
@@ -392,8 +417,9 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.info.ID, trialID}, condArgs...)...)
+		seq := e.guessSeq()
+		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(seq), e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
 		}
@@ -403,7 +429,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.touchTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, seq, trialID)
 	})
 }
 
@@ -418,11 +444,12 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
-		q := `UPDATE trial SET status = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-		args := []any{status.String(), e.info.ID, trialID}
+		seq := e.guessSeq()
+		q := `UPDATE trial SET status = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+		args := []any{status.String(), e.seqArg(seq), e.info.ID, trialID}
 		if status == trial.RUNNING {
-			q = `UPDATE trial SET status = ?, ts_start = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-			args = []any{status.String(), e.s.dialect.ts(ts), e.info.ID, trialID}
+			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(seq), e.info.ID, trialID}
 		}
 		cond, condArgs := e.owned()
 		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
@@ -438,7 +465,7 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 		if err := e.addHistory(ctx, r, trialID, ts, status); err != nil {
 			return err
 		}
-		return e.touchTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, seq, trialID)
 	})
 }
 
@@ -450,10 +477,11 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		if err := e.finishTrial(ctx, r, fin); err != nil {
+		seq := e.guessSeq()
+		if err := e.finishTrial(ctx, r, fin, seq); err != nil {
 			return err
 		}
-		return e.touchTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, seq, trialID)
 	})
 }
 
@@ -504,13 +532,14 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 	return fin, nil
 }
 
-// finishTrial stores a planned outcome.
-func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) error {
+// finishTrial stores a planned outcome, with change number seq (a guess:
+// the caller settles it, see settle).
+func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, seq int64) error {
 	trialID, ts := fin.trialID, fin.ts
 	cond, condArgs := e.owned()
-	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL
+	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = COALESCE(?, bench_seq)
 		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.info.ID, trialID}, condArgs...)...)
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(seq), e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
 		return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
