@@ -139,12 +139,14 @@ func decodePruner(cfg map[string]any, bad func(key, format string, args ...any))
 }
 
 // newPruner returns the configured pruner, or nil when off.
-func (p PrunerConfig) newPruner() prune.Pruner {
+// maximize: the judged metric is maximised (reasons show its values as
+// measured).
+func (p PrunerConfig) newPruner(maximize bool) prune.Pruner {
 	switch p.Kind {
 	case PrunerMedian:
-		return &prune.Median{StartupTrials: p.StartupTrials, WarmupSteps: p.WarmupSteps, MinTrials: p.MinTrials}
+		return &prune.Median{StartupTrials: p.StartupTrials, WarmupSteps: p.WarmupSteps, MinTrials: p.MinTrials, Maximize: maximize}
 	case PrunerASHA:
-		return &prune.ASHA{MinStep: p.MinStep, Eta: p.Eta, MaxStep: p.MaxStep}
+		return &prune.ASHA{MinStep: p.MinStep, Eta: p.Eta, MaxStep: p.MaxStep, Maximize: maximize}
 	}
 	return nil
 }
@@ -179,7 +181,7 @@ func (s *Scheduler) pruner(ctx context.Context) *pruning {
 			}
 		}
 	}
-	s.pruning = &pruning{p: pc.newPruner(), metric: metric, max: maxi, pruned: map[int]bool{}}
+	s.pruning = &pruning{p: pc.newPruner(maxi), metric: metric, max: maxi, pruned: map[int]bool{}}
 	if s.o.PastProgress != nil && s.exp != nil {
 		if n, err := s.pruning.rebuild(ctx, s.exp, s.o.PastProgress); err != nil {
 			s.log.Warn("early stopping: could not read the stored progress of earlier trials; the pruner starts without them", "err", err)

@@ -46,6 +46,9 @@ type Median struct {
 	// MinTrials is how many other trials need a value at the step for a
 	// median to be taken (below 1 counts as 1).
 	MinTrials int
+	// Maximize: the values were turned by Sign from a maximised metric;
+	// reasons show them as measured.
+	Maximize bool
 
 	at    map[int64]map[int]float64 // step -> trial -> value
 	ended map[int]bool
@@ -80,7 +83,7 @@ func (m *Median) Report(id int, step int64, value float64) (bool, string) {
 	}
 	med := median(others)
 	if value > med {
-		return true, fmt.Sprintf("value %g at step %d is worse than the median %g of %d other trials at that step", value, step, med, len(others))
+		return true, fmt.Sprintf("value %g at step %d is worse than the median %g of %d other trials at that step", Sign(value, m.Maximize), step, Sign(med, m.Maximize), len(others))
 	}
 	return false, ""
 }
@@ -119,6 +122,9 @@ type ASHA struct {
 	// MaxStep, when > 0, is the last step: no rung at or past it (a trial
 	// that reaches it has finished).
 	MaxStep int64
+	// Maximize: the values were turned by Sign from a maximised metric;
+	// reasons show them as measured.
+	Maximize bool
 
 	rungs []map[int]float64 // rung k -> trial -> value
 	next  map[int]int       // trial -> index of the next rung to judge it at
@@ -171,7 +177,7 @@ func (a *ASHA) Report(id int, step int64, value float64) (bool, string) {
 		}
 		if rank > keep {
 			stop = true
-			reason = fmt.Sprintf("value %g at rung %d (step %d) ranks %d of %d; only the top %d (1/%d) go on", value, k-1, r, rank, len(vs), keep, a.eta())
+			reason = fmt.Sprintf("value %g at rung %d (step %d) ranks %d of %d; only the top %d (1/%d) go on", Sign(value, a.Maximize), k-1, r, rank, len(vs), keep, a.eta())
 			break
 		}
 	}

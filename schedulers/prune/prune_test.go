@@ -129,3 +129,21 @@ func TestReasonAndSign(t *testing.T) {
 		t.Error("Sign")
 	}
 }
+
+// A maximised metric is judged on Sign's negated values, but the reason
+// shows the value as measured.
+func TestReasonShowsMaximisedValueAsMeasured(t *testing.T) {
+	a := &ASHA{MinStep: 1, Eta: 2, Maximize: true}
+	a.Report(1, 1, Sign(1900, true))
+	stop, reason := a.Report(2, 1, Sign(1500, true))
+	if !stop || !strings.Contains(reason, "value 1500 ") {
+		t.Fatalf("stop %v, reason %q: want the value 1500 as measured", stop, reason)
+	}
+	m := &Median{Maximize: true}
+	m.Report(1, 1, Sign(1900, true))
+	m.Done(1)
+	stop, reason = m.Report(2, 1, Sign(1500, true))
+	if !stop || !strings.Contains(reason, "value 1500 ") || !strings.Contains(reason, "median 1900 ") {
+		t.Fatalf("stop %v, reason %q: want 1500 and the median 1900 as measured", stop, reason)
+	}
+}
