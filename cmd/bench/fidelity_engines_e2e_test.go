@@ -56,6 +56,38 @@ func runFidelityEngine(t *testing.T, dir, exp string, configs int, extra ...stri
 	return trs
 }
 
+// continueOnEngine runs the example with its own promotion "continue"
+// (scheduler.jsonc), then with it given as --fidelity, on dir's engine.
+// When refused, each must fail before any trial with a clear error at
+// the place the promotion was given; otherwise the run goes on.
+func continueOnEngine(t *testing.T, dir string, refused bool) []result {
+	t.Helper()
+	root, _ := filepath.Abs("../..")
+	var out []result
+	var exp string
+	for i, extra := range [][]string{nil, {"--fidelity", `{"param": "epochs", "min": 1, "max": 27, "promotion": "continue"}`}} {
+		exp = fmt.Sprintf("MFC%d", i)
+		r := runBench(t, dir, fidelityArgs(root, append([]string{"--max_suggestions", "4", "--engine", "engine.jsonc",
+			"--experiment_id", exp}, extra...)...)...)
+		out = append(out, r)
+		if !refused {
+			continue
+		}
+		where := "multi-fidelity/scheduler.jsonc:"
+		if extra != nil {
+			where = "fidelity.promotion" // a command-line global has no file position
+		}
+		if r.code != 2 || !strings.Contains(r.stderr, `fidelity.promotion "continue" cannot work with the`) ||
+			!strings.Contains(r.stderr, `use "promotion": "rerun"`) || !strings.Contains(r.stderr, where) {
+			t.Errorf("promotion continue (%s): exit %d, want 2 with an error at %s\n%s%s", where, r.code, where, r.stdout, r.stderr)
+		}
+		if trs := fidelityTrials(t, filepath.Join(dir, "bench.sqlite"), exp); len(trs) != 0 {
+			t.Errorf("promotion continue (%s) refused, yet %d trials stored", where, len(trs))
+		}
+	}
+	return out
+}
+
 // fidelityEngineDir is a run folder the engine's far side (another login
 // for the SSH pool) can read and write.
 func fidelityEngineDir(t *testing.T) string {
@@ -82,6 +114,15 @@ func TestFidelitySSHPool(t *testing.T) {
 		"hosts": hs, "known_hosts_file": e.knownHosts, "upload_bench": true, "poll_interval": "100ms"}})
 	write(t, dir, "engine.jsonc", string(cfg), 0o644)
 	runFidelityEngine(t, dir, "MFSSH", 12)
+	// Promotion "continue" is not refused, but warns that the hosts must
+	// see the checkpoint directory at the driver's path. (Here the hosts'
+	// login is another user, who cannot write the directories the driver
+	// makes, so the run's own outcome is not checked.)
+	for _, r := range continueOnEngine(t, dir, false) {
+		if !strings.Contains(r.stderr, "every host must see the driver's checkpoint directory at the same path") {
+			t.Errorf("promotion continue on the SSH pool: exit %d, no warning\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
 }
 
 // TestFidelityAWSBatch: the rungs run as AWS Batch jobs on moto, each
@@ -91,6 +132,7 @@ func TestFidelityAWSBatch(t *testing.T) {
 	dir := t.TempDir()
 	awsBatchEngine(t, dir, f, "")
 	runFidelityEngine(t, dir, "MFAWS", 12)
+	continueOnEngine(t, dir, true)
 }
 
 // TestFidelityKubernetes: the rungs run as Kubernetes Jobs (real
@@ -103,4 +145,5 @@ func TestFidelityKubernetes(t *testing.T) {
 	}
 	kubeEngineFile(t, dir, f, 4, "")
 	runFidelityEngine(t, dir, "MFK8S", 12)
+	continueOnEngine(t, dir, true)
 }
