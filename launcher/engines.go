@@ -98,6 +98,9 @@ func (r *Run) newEngine(ctx context.Context, cfg schedulers.Config, validateOnly
 	if err := checkEngine(spec, ref); err != nil {
 		return err
 	}
+	if err := r.checkFidelityEngine(cfg, spec); err != nil { // fidelity.go
+		return err
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return err

@@ -2,11 +2,16 @@ package launcher
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 
 	"fmt"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/engines"
+	"github.com/benchtune/bench/engines/awsbatch"
+	"github.com/benchtune/bench/engines/kubernetes"
+	"github.com/benchtune/bench/engines/sshpool"
 
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
@@ -65,4 +70,36 @@ func locateFidelityGlobal(l *configs.Launch, err error) error {
 		return err
 	}
 	return locateGlobal(l, "fidelity", err)
+}
+
+// checkFidelityEngine checks promotion "continue" against the engine that
+// runs the trials (in newEngine, so bench validate says it too): a
+// promoted trial resumes from a checkpoint directory the driver keeps at
+// its own absolute path (checkpoint_dir), so the job must see that path.
+// AWS Batch containers and Kubernetes pods share no file system with the
+// driver (neither engine mounts volumes): refused, with what to use
+// instead. SSH pool hosts see it only through a file system shared at the
+// same path: a warning. Local and Slurm jobs (the Slurm engine requires a
+// shared file system) see it.
+func (r *Run) checkFidelityEngine(cfg schedulers.Config, spec engines.Spec) error {
+	f := cfg.Fidelity
+	if !f.On() || f.Promotion != schedulers.PromotionContinue {
+		return nil
+	}
+	root, _ := filepath.Abs(filepath.Join(f.CheckpointDir, r.ExperimentID))
+	switch spec.Class {
+	case awsbatch.ClassShort, awsbatch.ClassFull, kubernetes.ClassShort, kubernetes.ClassFull:
+		ref := f.Ref.Child("promotion")
+		err := fmt.Errorf("fidelity.promotion \"continue\" cannot work with the %s: a promoted trial resumes from the checkpoint directory the driver keeps (%s), and this engine's jobs share no file system with the driver; use \"promotion\": \"rerun\" (continue works with local runners, the local and Slurm engines, and the SSH pool with a shared checkpoint_dir)", spec.Class, root)
+		if ref.Node() == nil {
+			return locateGlobal(r.Launch, "fidelity", err)
+		}
+		e := ref.Errorf("")
+		e.Err = err
+		return e
+	case sshpool.Class, sshpool.ClassFull:
+		r.log.Warn("fidelity: promotion \"continue\" on the SSH pool: every host must see the driver's checkpoint directory at the same path (a shared file system); on a host that does not, a promoted trial finds no checkpoint and starts from scratch",
+			"checkpoint_dir", root)
+	}
+	return nil
 }
