@@ -20,8 +20,12 @@ while [ "$e" -lt "$epochs" ]; do
     e=$((e + 1))
 done
 if [ -n "$ckpt" ]; then
-    mkdir -p "$ckpt"
-    echo "$epochs" > "$ckpt/epochs_done.tmp" && mv "$ckpt/epochs_done.tmp" "$ckpt/epochs_done"
+    # A checkpoint that cannot be saved (the folder not writable by this
+    # user, say) is said, not skipped silently: a promotion then trains
+    # from epoch 0, which costs time but not correctness.
+    if ! { mkdir -p "$ckpt" && echo "$epochs" > "$ckpt/epochs_done.tmp" && mv "$ckpt/epochs_done.tmp" "$ckpt/epochs_done"; }; then
+        echo "warning: could not save the checkpoint in $ckpt; a promotion of this trial will train from epoch 0" >&2
+    fi
 fi
 awk -v lr="$learning_rate" -v layers="$layers" -v e="$epochs" -v start="$start" 'BEGIN {
     x = log(lr) / log(10) + 2.5              # best learning rate: about 0.003
