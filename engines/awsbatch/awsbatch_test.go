@@ -314,8 +314,16 @@ func TestSubmitPollFetch(t *testing.T) {
 		t.Errorf("resource requirements (-want +got):\n%s", diff)
 	}
 	seen, st := pollUntilFinal(t, e, rr)
-	if st.Phase != engines.Done || seen[0] == engines.Done {
-		t.Fatalf("phases %v, final %+v: want queued/running, then done", seen, st)
+	// moto may run the job before the first poll (CI saw it done 35 ms
+	// after submission), so the queued/running phases are not always seen:
+	// check that whatever was seen before the end was not final.
+	if st.Phase != engines.Done {
+		t.Fatalf("phases %v, final %+v: want done", seen, st)
+	}
+	for _, ph := range seen[:len(seen)-1] {
+		if ph.Final() {
+			t.Fatalf("phases %v: a final phase before the last", seen)
+		}
 	}
 	if st.Started.IsZero() || !strings.Contains(st.Progress, "SUCCEEDED") {
 		t.Errorf("final state %+v", st)
