@@ -429,21 +429,31 @@ func (o *Optimizer) prepareModel(y []float64) error {
 			}
 		}
 	}
-	if o.baseN < 0 || o.g == nil {
-		g := newGP(o.cat, o.theta)
-		if err := g.setData(xs, cnt, y); err != nil {
-			return err
+	var err error
+	o.g, o.baseN, err = syncGP(o.g, o.baseN, o.cat, o.theta, xs, cnt, y)
+	return err
+}
+
+// syncGP brings g up to the n = len(xs) points: a new GP on all of them
+// when baseN < 0 (the hyperparameters changed) or there is none, else the
+// points from baseN on appended to g's factorisation and the targets
+// replaced (they are re-standardised as data grows). It returns the GP
+// and its new baseN.
+func syncGP(g *gp, baseN int, cat []bool, theta []float64, xs [][]float64, cnt, y []float64) (*gp, int, error) {
+	n := len(xs)
+	if baseN < 0 || g == nil {
+		ng := newGP(cat, theta)
+		if err := ng.setData(xs, cnt, y); err != nil {
+			return g, baseN, err
 		}
-		o.g, o.baseN = g, n
-		return nil
+		return ng, n, nil
 	}
-	o.g.truncate(o.baseN)
-	for i := o.baseN; i < n; i++ {
-		o.g.appendPoint(xs[i], o.g.noise/cnt[i], y[i])
+	g.truncate(baseN)
+	for i := baseN; i < n; i++ {
+		g.appendPoint(xs[i], g.noise/cnt[i], y[i])
 	}
-	o.baseN = n
-	o.g.setY(y)
-	return nil
+	g.setY(y)
+	return g, n, nil
 }
 
 // fit estimates hyperparameters on (a subset of) the data.

@@ -400,21 +400,9 @@ func (o *Optimizer) trPrepare() error {
 		t.fitN = n
 		t.baseN = -1
 	}
-	if t.baseN < 0 || t.g == nil {
-		g := newGP(o.cat, t.theta)
-		if err := g.setData(xs, cnt, y); err != nil {
-			return err
-		}
-		t.g, t.baseN = g, n
-		return nil
-	}
-	t.g.truncate(t.baseN)
-	for i := t.baseN; i < n; i++ {
-		t.g.appendPoint(xs[i], t.g.noise/cnt[i], y[i])
-	}
-	t.baseN = n
-	t.g.setY(y)
-	return nil
+	var err error
+	t.g, t.baseN, err = syncGP(t.g, t.baseN, o.cat, t.theta, xs, cnt, y)
+	return err
 }
 
 // trFit fits the local GP's hyperparameters on the restart's data (the
