@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,8 +92,12 @@ func throughput(b *testing.B, runners, trials int, sleep time.Duration) (float64
 		b.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	args, err := configs.ParseArgs([]string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc",
-		"--num_trial_runners", fmt.Sprint(runners), "--experiment_id", "T", "--storage", os.Getenv("THROUGHPUT_STORAGE")})
+	argv := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc",
+		"--num_trial_runners", fmt.Sprint(runners), "--experiment_id", "T", "--storage", os.Getenv("THROUGHPUT_STORAGE")}
+	// THROUGHPUT_ARGS adds command-line arguments (split at spaces), e.g.
+	// "--no-canary" to measure without the canary's lone first trial.
+	argv = append(argv, strings.Fields(os.Getenv("THROUGHPUT_ARGS"))...)
+	args, err := configs.ParseArgs(argv)
 	if err != nil {
 		b.Fatal(err)
 	}
