@@ -30,6 +30,7 @@ CASES=${3:-overhead storage throughput}
 OUT=${OUT:-/tmp/bench-before-after.txt}
 root=$(pwd)
 work=$(mktemp -d /tmp/bench-before-after.XXXXXX)
+chmod 755 "$work" # the postgres user must reach its data folder under it
 cleanup() {
   git -C "$root" worktree remove --force "$work/base-src" >/dev/null 2>&1 || true
   if [ -n "${started_env:-}" ]; then
