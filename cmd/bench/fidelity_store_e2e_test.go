@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/benchtune/bench/internal/testenv"
 )
 
 // Promotion "continue" through a checkpoint store (fidelity
@@ -71,6 +73,14 @@ func runContinueThroughStore(t *testing.T, dir, exp, endpoint, bucket string, co
 	if strings.Contains(r.stderr, "cannot work with the") || strings.Contains(r.stderr, "every host must see") {
 		t.Errorf("with a checkpoint store, continue is still refused or warned about:\n%s", r.stderr)
 	}
+	checkContinuedThroughStore(t, dir, exp, endpoint, bucket, configs)
+}
+
+// checkContinuedThroughStore checks the stored experiment exp of a run
+// with promotion "continue" through s3://bucket/ckpt (see
+// runContinueThroughStore).
+func checkContinuedThroughStore(t *testing.T, dir, exp, endpoint, bucket string, configs int) {
+	t.Helper()
 	trs := fidelityTrials(t, filepath.Join(dir, "bench.sqlite"), exp)
 	checkFidelityRun(t, trs, configs)
 	continued := 0
@@ -106,5 +116,45 @@ func runContinueThroughStore(t *testing.T, dir, exp, endpoint, bucket string, co
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bench-checkpoints", exp)); err == nil {
 		t.Errorf("the driver made a checkpoint folder: the store was not used alone")
+	}
+}
+
+// TestFidelityStoreNetworkWorkers: promotion "continue" through a
+// checkpoint store (moto's S3) with trials run by the driver's own runner
+// and by two network workers (bench worker --connect): a configuration's
+// rungs may run on any of them, and each promotion resumes from the
+// checkpoint its predecessor uploaded, wherever that ran.
+func TestFidelityStoreNetworkWorkers(t *testing.T) {
+	endpoint := testenv.Get(t, "BENCH_TEST_MOTO_ENDPOINT")
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"} {
+		t.Setenv(k, v)
+	}
+	dir, tmp := t.TempDir(), t.TempDir()
+	bucket := "bench-mf-net-" + strconv.FormatInt(int64(os.Getpid()), 36)
+	makeBucket(t, endpoint, bucket)
+	root, _ := filepath.Abs("../..")
+	addr := freePort(t)
+	write(t, dir, "token", "tok-fidelity-store-secret\n", 0o600)
+	fid := fidelityStore("s3://" + bucket + "/ckpt")
+	driver := startBench(t, dir, tmp, "driver", append([]string{"run"}, fidelityArgs(root, "--max_suggestions", "12",
+		"--experiment_id", "MFNET", "--fidelity", fid, "--num_trial_runners", "1",
+		"--serve", addr, "--token-file", "token", "--log_level", "INFO")...)...)
+	waitFor(t, "the server", func() bool { return strings.Contains(readLog(tmp, "driver"), "serving experiment MFNET") })
+	wargs := append([]string{"worker", "--connect", "http://" + addr, "--token-file", "token"},
+		fidelityArgs(root, "--fidelity", fid, "--log_level", "INFO")...)
+	w1 := startBench(t, dir, tmp, "w1", wargs...)
+	w2 := startBench(t, dir, tmp, "w2", wargs...)
+	waitOK(t, driver, tmp, "driver")
+	waitOK(t, w1, tmp, "w1")
+	waitOK(t, w2, tmp, "w2")
+	checkContinuedThroughStore(t, dir, "MFNET", endpoint, bucket, 12)
+	for _, w := range []string{"w1", "w2"} {
+		if !strings.Contains(readLog(tmp, w), "trial finished") {
+			t.Errorf("%s ran no trial:\n%s", w, readLog(tmp, w))
+		}
+	}
+	if strings.Contains(readLog(tmp, "driver")+readLog(tmp, "w1")+readLog(tmp, "w2"), "tok-fidelity-store-secret") {
+		t.Error("the token is in a log")
 	}
 }
