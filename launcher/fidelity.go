@@ -81,16 +81,24 @@ func locateFidelityGlobal(l *configs.Launch, err error) error {
 // instead. SSH pool hosts see it only through a file system shared at the
 // same path: a warning. Local and Slurm jobs (the Slurm engine requires a
 // shared file system) see it.
+//
+// With a checkpoint_store the checkpoints travel through it (staged by
+// bench exec-trial where the job runs): every engine is accepted.
 func (r *Run) checkFidelityEngine(cfg schedulers.Config, spec engines.Spec) error {
 	f := cfg.Fidelity
 	if !f.On() || f.Promotion != schedulers.PromotionContinue {
+		return nil
+	}
+	if f.CheckpointStore != "" {
+		r.log.Info("fidelity: promotion \"continue\" stages each trial's checkpoint through the checkpoint store where the trial runs; the jobs need credentials for it",
+			"checkpoint_store", f.CheckpointStore, "engine", spec.Class)
 		return nil
 	}
 	root, _ := filepath.Abs(filepath.Join(f.CheckpointDir, r.ExperimentID))
 	switch spec.Class {
 	case awsbatch.ClassShort, awsbatch.ClassFull, kubernetes.ClassShort, kubernetes.ClassFull:
 		ref := f.Ref.Child("promotion")
-		err := fmt.Errorf("fidelity.promotion \"continue\" cannot work with the %s: a promoted trial resumes from the checkpoint directory the driver keeps (%s), and this engine's jobs share no file system with the driver; use \"promotion\": \"rerun\" (continue works with local runners, the local and Slurm engines, and the SSH pool with a shared checkpoint_dir)", spec.Class, root)
+		err := fmt.Errorf("fidelity.promotion \"continue\" cannot work with the %s: a promoted trial resumes from the checkpoint directory the driver keeps (%s), and this engine's jobs share no file system with the driver; give fidelity.checkpoint_store (\"s3://bucket/prefix\": each trial's checkpoint goes through it, wherever the job runs) or use \"promotion\": \"rerun\"", spec.Class, root)
 		if ref.Node() == nil {
 			return locateGlobal(r.Launch, "fidelity", err)
 		}
@@ -98,7 +106,7 @@ func (r *Run) checkFidelityEngine(cfg schedulers.Config, spec engines.Spec) erro
 		e.Err = err
 		return e
 	case sshpool.Class, sshpool.ClassFull:
-		r.log.Warn("fidelity: promotion \"continue\" on the SSH pool: every host must see the driver's checkpoint directory at the same path (a shared file system); on a host that does not, a promoted trial finds no checkpoint and starts from scratch",
+		r.log.Warn("fidelity: promotion \"continue\" on the SSH pool: every host must see the driver's checkpoint directory at the same path (a shared file system); on a host that does not, a promoted trial finds no checkpoint and starts from scratch (fidelity.checkpoint_store stages the checkpoints through S3 instead)",
 			"checkpoint_dir", root)
 	}
 	return nil

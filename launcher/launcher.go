@@ -343,7 +343,11 @@ func (r *Run) buildRunner(ctx context.Context, id int, v *ValidateOptions) (*sch
 	if err := addEnvSecrets(l.Secrets, env); err != nil {
 		return nil, err
 	}
-	return schedulers.NewLocalRunner(id, env), nil
+	lr := schedulers.NewLocalRunner(id, env)
+	// Promotion "continue" with a checkpoint store: staged wherever the
+	// trial runs (a no-op for trials without one).
+	lr.Checkpoints = engines.StageCheckpoint
+	return lr, nil
 }
 
 // Notices returns the security notices of the services built so far (by

@@ -152,6 +152,12 @@ func (f *fidelityRun) meta(key string, j hyperband.Job[string]) map[string]strin
 	if f.root != "" {
 		sum := sha256.Sum256([]byte(key))
 		m[trial.CheckpointDirKey] = filepath.Join(f.root, "config-"+hex.EncodeToString(sum[:6]))
+		if f.cfg.CheckpointStore != "" {
+			// Staged through the store where the trial runs
+			// (engines.StageCheckpoint): no driver folder.
+			delete(m, trial.CheckpointDirKey)
+			m[trial.CheckpointStoreKey] = f.cfg.CheckpointStore
+		}
 		if c := f.chains[key]; c != nil && j.Rung > j.Bracket {
 			if prev := c.last[j.Rung-1]; prev > 0 {
 				m[trial.ContinueFromKey] = strconv.Itoa(prev)

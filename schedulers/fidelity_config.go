@@ -47,6 +47,10 @@ type FidelityConfig struct {
 	// configuration (default "bench-checkpoints", relative to bench's
 	// working directory).
 	CheckpointDir string
+	// CheckpointStore (promotion "continue"; "": none) is the s3:// store
+	// each trial's checkpoint is staged through, wherever it runs
+	// (fidelity_store.go); CheckpointDir is then not used.
+	CheckpointStore string
 	// Ref points at the key in the scheduler config (errors found once
 	// the tunables are known point there).
 	Ref source.Ref
@@ -62,7 +66,9 @@ func (f FidelityConfig) Plan(integer bool) hyperband.Config {
 }
 
 var fidelityKeys = map[string]bool{"param": true, "min": true, "max": true, "eta": true, "brackets": true,
-	"promotion": true, "checkpoint_dir": true}
+	"promotion": true, "checkpoint_dir": true,
+	"checkpoint_store": true, // fidelity_store.go
+}
 
 // withFidelityDefaults adds the fidelity key to a scheduler's defaults.
 func withFidelityDefaults(cfg map[string]any) map[string]any {
@@ -207,6 +213,7 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 			bad(ref.Child("checkpoint_dir"), "fidelity.checkpoint_dir must be a directory path, got %v", configs.PyStr(v))
 		}
 	}
+	errs = append(errs, decodeCheckpointStore(m, ref, &f)...) // fidelity_store.go
 	// What it does not combine with, refused rather than half-working.
 	switch {
 	case out.Pruner.Kind != "":

@@ -35,6 +35,11 @@ type (
 type LocalRunner struct {
 	RunnerID int
 	Env      environments.Environment
+	// Checkpoints, when set, stages a trial's checkpoint (promotion
+	// "continue" with a checkpoint store: engines.StageCheckpoint): it
+	// returns the trial's globals to use and a finish to call once the
+	// trial is over (nil: nothing to do); an error fails the trial.
+	Checkpoints func(ctx context.Context, spec Spec) (map[string]any, func(context.Context, *trial.Outcome), error)
 	// Cgroup, when set, is the runner's cgroup v2 group: the trials'
 	// commands start in it and each trial gets its CPU (and, where the
 	// memory controller is enabled, peak memory) as bench.cgroup.*
@@ -168,6 +173,17 @@ func (r *LocalRunner) Run(ctx context.Context, spec Spec) (out trial.Outcome) {
 		}
 	}()
 
+	if r.Checkpoints != nil {
+		g, finish, err := r.Checkpoints(ctx, spec)
+		if err != nil {
+			out.Status, out.FailureReason = failure(ctx, "staging the checkpoint", err)
+			return out
+		}
+		spec.Globals = g
+		if finish != nil {
+			defer finish(ctx, &out) // after the environment is closed
+		}
+	}
 	if err := r.Env.Open(ctx); err != nil {
 		out.Status, out.FailureReason = failure(ctx, "opening the environment", err)
 		return out

@@ -10,11 +10,15 @@ import (
 	"testing"
 
 	"github.com/benchtune/bench/engines/awsbatch/awsbatchtest"
+	"github.com/benchtune/bench/internal/testenv"
 )
 
-// The multi-fidelity example (promotion "rerun": these engines' jobs do not
-// see the driver's checkpoint directory) run through the engines whose
-// jobs run away from the driver: the SSH pool, AWS Batch and Kubernetes.
+// The multi-fidelity example run through the engines whose jobs run away
+// from the driver: the SSH pool, AWS Batch and Kubernetes. With promotion
+// "rerun"; with "continue" without a checkpoint store (these engines'
+// jobs do not see the driver's checkpoint directory: refused, or warned
+// about on the SSH pool); and with "continue" through a checkpoint store
+// (fidelity_store_e2e_test.go).
 
 // fidelityRerun overrides the example's fidelity: promotion "rerun".
 const fidelityRerun = `{"param": "epochs", "min": 1, "max": 27, "eta": 3, "promotion": "rerun"}`
@@ -78,6 +82,7 @@ func continueOnEngine(t *testing.T, dir string, refused bool) []result {
 			where = "fidelity.promotion" // a command-line global has no file position
 		}
 		if r.code != 2 || !strings.Contains(r.stderr, `fidelity.promotion "continue" cannot work with the`) ||
+			!strings.Contains(r.stderr, `give fidelity.checkpoint_store`) ||
 			!strings.Contains(r.stderr, `use "promotion": "rerun"`) || !strings.Contains(r.stderr, where) {
 			t.Errorf("promotion continue (%s): exit %d, want 2 with an error at %s\n%s%s", where, r.code, where, r.stdout, r.stderr)
 		}
@@ -123,6 +128,24 @@ func TestFidelitySSHPool(t *testing.T) {
 			t.Errorf("promotion continue on the SSH pool: exit %d, no warning\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	}
+	// With a checkpoint store (moto's S3), promotions continue on hosts
+	// that see nothing of the driver's folders: the hosts' bench gets its
+	// AWS settings from the pool's "env" (the credentials from a file on
+	// the host, named by AWS_CONFIG_FILE).
+	t.Run("checkpoint store", func(t *testing.T) {
+		endpoint := testenv.Get(t, "BENCH_TEST_MOTO_ENDPOINT")
+		dir := fidelityEngineDir(t)
+		bucket := "bench-mf-ssh-" + strings.ToLower(filepath.Base(e.workdir)[len("e2e-"):])
+		makeBucket(t, endpoint, bucket)
+		awsConfig := filepath.Join(dir, "aws-config")
+		write(t, dir, "aws-config", "[default]\naws_access_key_id = test\naws_secret_access_key = test\n", 0o644)
+		cfg, _ := json.Marshal(map[string]any{"class": "bench.engines.SSHPoolEngine", "config": map[string]any{
+			"hosts": hs, "known_hosts_file": e.knownHosts, "upload_bench": true, "poll_interval": "100ms",
+			"env": map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+				"AWS_CONFIG_FILE": awsConfig, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}}})
+		write(t, dir, "engine.jsonc", string(cfg), 0o644)
+		runContinueThroughStore(t, dir, "MFSSHS", endpoint, bucket, 12)
+	})
 }
 
 // TestFidelityAWSBatch: the rungs run as AWS Batch jobs on moto, each
@@ -133,6 +156,9 @@ func TestFidelityAWSBatch(t *testing.T) {
 	awsBatchEngine(t, dir, f, "")
 	runFidelityEngine(t, dir, "MFAWS", 12)
 	continueOnEngine(t, dir, true)
+	// With a checkpoint store (the fixture's bucket on moto, which the
+	// containers reach with their AWS settings), promotions continue.
+	runContinueThroughStore(t, dir, "MFAWSS", f.Endpoint, f.Bucket, 12)
 }
 
 // TestFidelityKubernetes: the rungs run as Kubernetes Jobs (real
@@ -146,4 +172,24 @@ func TestFidelityKubernetes(t *testing.T) {
 	kubeEngineFile(t, dir, f, 4, "")
 	runFidelityEngine(t, dir, "MFK8S", 12)
 	continueOnEngine(t, dir, true)
+	// With a checkpoint store (moto's S3), promotions continue: the pods
+	// get the AWS settings from the engine's "env" and the credentials
+	// from a Secret, by reference.
+	t.Run("checkpoint store", func(t *testing.T) {
+		endpoint := testenv.Get(t, "BENCH_TEST_MOTO_ENDPOINT")
+		bucket := "bench-mf-k8s-" + strings.ToLower(f.Namespace[len(f.Namespace)-8:])
+		makeBucket(t, endpoint, bucket)
+		if err := f.Admin.Do(t.Context(), "POST", "/api/v1/namespaces/"+f.Namespace+"/secrets", nil,
+			map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "aws-mf"},
+				"stringData": map[string]any{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		kubeEngineFile(t, dir, f, 4, fmt.Sprintf(`, "env": {"AWS_ENDPOINT_URL": %q, "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"},
+			"env_from_secrets": ["aws-mf"]`, endpoint))
+		runContinueThroughStore(t, dir, "MFK8SS", endpoint, bucket, 12)
+	})
 }

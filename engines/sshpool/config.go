@@ -24,13 +24,14 @@ const (
 // rawConfig mirrors the engine's own config keys (the common keys are
 // decoded by engines.New).
 type rawConfig struct {
-	Hosts                 []map[string]any `json:"hosts"`
-	KnownHostsFile        string           `json:"known_hosts_file"`
-	StrictHostKeyChecking *bool            `json:"strict_host_key_checking"`
-	MaxHostFailures       *int             `json:"max_host_failures"`
-	HostCooldown          *decode.Duration `json:"host_cooldown"`
-	UploadBench           bool             `json:"upload_bench"`
-	ConnectTimeout        *decode.Duration `json:"connect_timeout"`
+	Hosts                 []map[string]any  `json:"hosts"`
+	KnownHostsFile        string            `json:"known_hosts_file"`
+	StrictHostKeyChecking *bool             `json:"strict_host_key_checking"`
+	MaxHostFailures       *int              `json:"max_host_failures"`
+	HostCooldown          *decode.Duration  `json:"host_cooldown"`
+	UploadBench           bool              `json:"upload_bench"`
+	ConnectTimeout        *decode.Duration  `json:"connect_timeout"`
+	Env                   map[string]string `json:"env"`
 }
 
 // rawHost mirrors one entry of "hosts".
@@ -55,6 +56,10 @@ type Config struct {
 	HostCooldown          time.Duration
 	UploadBench           bool
 	ConnectTimeout        time.Duration
+	// Env is set for bench on every host (plain values, e.g. the
+	// AWS_REGION, AWS_ENDPOINT_URL and AWS_SHARED_CREDENTIALS_FILE of a
+	// fidelity checkpoint_store): env.go.
+	Env map[string]string
 
 	// ExperimentID and DriverDir come from engines.Params: the default
 	// workdir is .bench/jobs/<experiment>, and pilots start in the
@@ -119,6 +124,10 @@ func ParseConfig(m map[string]any) (Config, error) {
 		}
 		cfg.ConnectTimeout = raw.ConnectTimeout.Std()
 	}
+	if err := checkEnv(raw.Env); err != nil { // env.go
+		return Config{}, err
+	}
+	cfg.Env = raw.Env
 	if len(raw.Hosts) == 0 {
 		return Config{}, fmt.Errorf(`config key "hosts" is required: a list of {"host": "user@host:port", "key_file": ..., "slots": ...}`)
 	}

@@ -60,6 +60,7 @@ type Engine struct {
 	slots       int
 	experiment  string
 	driverDir   string
+	envLines    string // the pool's "env", exported before each job's command (env.go)
 
 	mu      sync.Mutex
 	changed chan struct{}        // closed and replaced when a slot frees or a host changes
@@ -157,6 +158,7 @@ func New(cfg Config, common engines.Common) (*Engine, error) {
 		uploadBench: cfg.UploadBench,
 		experiment:  cfg.ExperimentID,
 		driverDir:   cfg.DriverDir,
+		envLines:    envLines(cfg.Env), // env.go
 		changed:     make(chan struct{}),
 		jobs:        map[string]string{},
 		checked:     map[string]time.Time{},

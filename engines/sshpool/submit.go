@@ -170,6 +170,7 @@ func sameRequest(a, b []byte) bool {
 // start that fails after the launch may have happened is undone, so that
 // the job never runs twice.
 func (e *Engine) start(ctx context.Context, h *host, run, script string) error {
+	script = e.envLines + script // the pool's "env" (env.go)
 	err := h.h.StartDetached(ctx, run, script)
 	if errors.Is(err, ssh.ErrRunDirInUse) {
 		slog.Info("ssh pool: replacing an earlier run of the same job", "host", h.addr, "run", run)
