@@ -18,7 +18,9 @@ const progressFlushEvery = 200 * time.Millisecond
 // (Spec.Progress) as telemetry with their step, off the runner's
 // goroutine: add only appends to a buffer, a goroutine of its own writes
 // the batches (storage.Experiment.AddProgress), and close writes what is
-// left and waits for it.
+// left and waits for it. The goroutine starts with the first report: most
+// trials report none, and then close costs no hand-over between
+// goroutines.
 type progressWriter struct {
 	exp     storage.Experiment
 	trialID int
@@ -29,6 +31,8 @@ type progressWriter struct {
 	pending []trial.Progress
 	last    time.Time // the latest Ts handed out, for distinct rows
 	closed  bool
+	started bool // the goroutine runs (since the first report)
+	ctx     context.Context
 	wake    chan struct{} // a report is pending
 	quit    chan struct{} // closed by close
 	done    chan struct{} // closed when the last batch is written
@@ -36,10 +40,8 @@ type progressWriter struct {
 }
 
 func newProgressWriter(ctx context.Context, exp storage.Experiment, trialID int, log *slog.Logger) *progressWriter {
-	w := &progressWriter{exp: exp, trialID: trialID, log: log, every: progressFlushEvery,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	go w.loop(context.WithoutCancel(ctx))
-	return w
+	return &progressWriter{exp: exp, trialID: trialID, log: log, every: progressFlushEvery,
+		ctx: context.WithoutCancel(ctx), wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 }
 
 // add takes a report (Spec.Progress); it never waits on storage. A
@@ -64,6 +66,10 @@ func (w *progressWriter) add(p trial.Progress) {
 	}
 	w.last = p.Ts
 	w.pending = append(w.pending, p)
+	if !w.started {
+		w.started = true
+		go w.loop(w.ctx)
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -77,8 +83,11 @@ func (w *progressWriter) close() {
 		w.closed = true
 		close(w.quit)
 	}
+	started := w.started
 	w.mu.Unlock()
-	<-w.done
+	if started {
+		<-w.done
+	}
 }
 
 func (w *progressWriter) loop(ctx context.Context) {

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -101,6 +102,17 @@ func main() {
 	}
 	if len(os.Args) == 3 && os.Args[1] == reaper.WatchdogArg {
 		os.Exit(launcher.Watchdog(os.Args[2]))
+	}
+	// BENCH_TRACE=file writes an execution trace (for developing bench:
+	// `go tool trace -pprof=sync FILE` shows where goroutines waited).
+	if f := os.Getenv("BENCH_TRACE"); f != "" {
+		out, err := os.Create(f)
+		if err == nil && trace.Start(out) == nil {
+			code := run(os.Args[1:])
+			trace.Stop()
+			out.Close()
+			os.Exit(code)
+		}
 	}
 	// BENCH_CPUPROFILE=file writes a CPU profile (for developing bench).
 	if f := os.Getenv("BENCH_CPUPROFILE"); f != "" {

@@ -1,14 +1,17 @@
 package reaper
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"time"
+	"syscall"
 )
 
 // ErrExiting is what Start returns once this process has begun to exit:
@@ -27,11 +30,14 @@ var (
 )
 
 // Start runs start (which starts cmd and returns once it runs, as
-// cmd.Start does) unless this process has begun to exit. When cmd carries
-// the owner mark, Start returns once the mark shows in the process's
-// /proc environment: exec.Cmd.Start returns while the kernel may still be
-// setting up the new program's memory (its environment reads as empty for
-// an instant), and an exit's sweep must not miss it.
+// cmd.Start does) unless this process has begun to exit. A started process
+// is recorded until Done: the exit paths kill it by its pid as well as by
+// its mark, since exec.Cmd.Start can return while the kernel is still
+// setting up the new program's memory (its /proc environment reads as
+// empty for an instant, when a sweep by mark would miss it). Such a
+// process cannot have children yet: the ones it starts later carry the
+// mark. (Start used to wait until the mark showed in /proc, about 0.1 ms
+// of CPU per process and sometimes a 0.5 ms sleep.)
 func Start(cmd *exec.Cmd, start func() error) error {
 	exitMu.RLock()
 	defer exitMu.RUnlock()
@@ -41,20 +47,52 @@ func Start(cmd *exec.Cmd, start func() error) error {
 	if err := start(); err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, EnvVar+"=") }) {
-		return nil
-	}
-	pid := cmd.Process.Pid
-	for i := 0; i < 2000; i++ { // at most about a second
-		if markOf(pid) != "" {
-			return nil
-		}
-		if state, _, _, err := stat(pid); err != nil || state == 'Z' || state == 'X' {
-			return nil // it has ended already
-		}
-		time.Sleep(500 * time.Microsecond)
-	}
+	startedMu.Lock()
+	started[cmd.Process.Pid] = struct{}{}
+	startedMu.Unlock()
 	return nil
+}
+
+// Done forgets a process Start started, once it has been waited for.
+func Done(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	startedMu.Lock()
+	delete(started, cmd.Process.Pid)
+	startedMu.Unlock()
+}
+
+var (
+	startedMu sync.Mutex
+	started   = map[int]struct{}{} // pids Start started, until Done
+)
+
+// killStarted kills the processes Start started that are still this
+// process's children (one that was waited for just now, before Done, may
+// have given its pid to a process of someone else), each with its process
+// group when it leads one. Called with exitMu held, so no Start runs.
+func killStarted() []int {
+	startedMu.Lock()
+	pids := make([]int, 0, len(started))
+	for pid := range started {
+		pids = append(pids, pid)
+	}
+	startedMu.Unlock()
+	me := os.Getpid()
+	var killed []int
+	for _, pid := range pids {
+		if ppid(pid) != me {
+			continue
+		}
+		if _, pgrp, _, err := stat(pid); err == nil && pgrp == pid {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, pid)
+		}
+	}
+	return killed
 }
 
 // KillOwnAndExit is for an exit that cannot wait (a second Ctrl-C): from
@@ -65,7 +103,9 @@ func Start(cmd *exec.Cmd, start func() error) error {
 func KillOwnAndExit() (Killed, error) {
 	exitMu.Lock()
 	exiting = true
+	pids := killStarted()
 	k, err := KillOwn()
+	k.PIDs = mergePIDs(k.PIDs, pids)
 	if me, serr := Self(); serr == nil {
 		_ = os.Remove(filepath.Join(StateDir(), me.String()))
 	}
@@ -88,5 +128,37 @@ func Finish(keep bool) (Killed, error) {
 	if keep {
 		return Killed{}, Release()
 	}
-	return KillOwn()
+	pids := killStarted()
+	k, err := KillOwn()
+	k.PIDs = mergePIDs(k.PIDs, pids)
+	return k, err
+}
+
+// mergePIDs adds the pids of b that a are missing.
+func mergePIDs(a, b []int) []int {
+	for _, pid := range b {
+		if !slices.Contains(a, pid) {
+			a = append(a, pid)
+		}
+	}
+	return a
+}
+
+// ppid is a process's parent pid from /proc/PID/stat (0 when it cannot be
+// read: the process is gone).
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", procDir, pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1]) // f[1] is field 4, the parent's pid
+	return n
 }

@@ -3,7 +3,9 @@ package reaper
 import (
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,4 +102,62 @@ func TestZombieIsNotAlive(t *testing.T) {
 		t.Error("a zombie counts as alive")
 	}
 	_ = c.Wait()
+}
+
+// A process Start started is killed by the exit paths by its pid, with its
+// process group, even while its mark does not show in /proc (here it has
+// none at all: Start no longer waits for the mark to show); one that has
+// been waited for (Done) is forgotten.
+func TestExitKillsStartedProcessesByPID(t *testing.T) {
+	t.Cleanup(func() {
+		exitMu.Lock()
+		exiting = false
+		exitMu.Unlock()
+	})
+	quick := exec.Command("true")
+	if err := Start(quick, quick.Start); err != nil {
+		t.Fatal(err)
+	}
+	_ = quick.Wait()
+	Done(quick)
+
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & sleep 30; wait")
+	cmd.Env = Unmarked(cmd.Environ())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := Start(cmd, cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	startedMu.Lock()
+	_, known := started[pid]
+	_, stale := started[quick.Process.Pid]
+	startedMu.Unlock()
+	if !known || stale {
+		t.Fatalf("registry: started process known %v, waited-for process still known %v", known, stale)
+	}
+	k, err := Finish(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(k.PIDs, pid) {
+		t.Errorf("Finish killed %v, not the started process %d", k.PIDs, pid)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the started process outlived the exit")
+	}
+	Done(cmd)
+	// Its group (the background sleep) is gone too.
+	for i := 0; syscall.Kill(-pid, 0) == nil; i++ {
+		if i > 3000 {
+			t.Fatal("the started process's group outlived the exit")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := Start(exec.Command("true"), func() error { return nil }); err != ErrExiting {
+		t.Errorf("Start after the exit: %v, want ErrExiting", err)
+	}
 }

@@ -350,6 +350,7 @@ func (s *LocalExecService) runLine(ctx context.Context, idx int, line string, ru
 	waitDone := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // the status is read from cmd.ProcessState
+		reaper.Done(cmd)
 		close(waitDone)
 	}()
 

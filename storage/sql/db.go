@@ -20,6 +20,22 @@ type runner struct {
 	q  querier
 	tx *dbsql.Tx // the transaction q is, if any
 	db *dbsql.DB // the pool the transaction belongs to
+	// steady: statements run without their context's cancellation, which
+	// is checked before each instead (an SQLite write transaction, see
+	// writeOnce).
+	steady bool
+}
+
+// ctx is the context a statement runs under: ctx itself, or for a steady
+// runner ctx without its cancellation, once ctx is checked.
+func (r runner) ctx(ctx context.Context) (context.Context, error) {
+	if !r.steady {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 // maxCachedStmts bounds the prepared-statement cache (multi-row INSERTs
@@ -100,6 +116,10 @@ func (r runner) prep(ctx context.Context, q string, args []any) string {
 }
 
 func (r runner) exec(ctx context.Context, q string, args ...any) (dbsql.Result, error) {
+	ctx, err := r.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	q = r.prep(ctx, q, args)
 	if st := r.stmt(ctx, q); st != nil {
 		res, err := st.ExecContext(ctx, args...)
@@ -110,6 +130,10 @@ func (r runner) exec(ctx context.Context, q string, args ...any) (dbsql.Result, 
 }
 
 func (r runner) query(ctx context.Context, q string, args ...any) (*dbsql.Rows, error) {
+	ctx, err := r.ctx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	q = r.prep(ctx, q, args)
 	if st := r.stmt(ctx, q); st != nil {
 		rows, err := st.QueryContext(ctx, args...)
@@ -120,6 +144,9 @@ func (r runner) query(ctx context.Context, q string, args ...any) (*dbsql.Rows, 
 }
 
 func (r runner) queryRow(ctx context.Context, q string, args ...any) *dbsql.Row {
+	if r.steady && ctx.Err() == nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	q = r.prep(ctx, q, args)
 	if st := r.stmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
@@ -217,12 +244,27 @@ func (s *Store) write(ctx context.Context, fn func(r runner) error) error {
 // database rolled back.
 const maxWriteAttempts = 10
 
+// On SQLite the transaction and its statements run without ctx's
+// cancellation, which is checked before each statement instead: a
+// cancellable context costs two goroutines per statement (database/sql's
+// and the driver's watchers, about 12 per trial), and an SQLite write
+// waits at most the busy timeout for another process's lock anyway.
+// PostgreSQL and MySQL keep it: there a statement can wait on another
+// client's row lock without a bound.
 func (s *Store) writeOnce(ctx context.Context, fn func(r runner) error) error {
-	tx, err := s.wdb.BeginTx(ctx, s.dialect.writeTx())
+	steady := s.dialect.serializesWriters()
+	txCtx := ctx
+	if steady {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("storage: begin transaction on %s: %w", s.describe, err)
+		}
+		txCtx = context.WithoutCancel(ctx)
+	}
+	tx, err := s.wdb.BeginTx(txCtx, s.dialect.writeTx())
 	if err != nil {
 		return fmt.Errorf("storage: begin transaction on %s: %w", s.describe, s.scrub(err))
 	}
-	if err := fn(runner{s: s, q: tx, tx: tx, db: s.wdb}); err != nil {
+	if err := fn(runner{s: s, q: tx, tx: tx, db: s.wdb, steady: steady}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
