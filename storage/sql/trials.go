@@ -27,7 +27,7 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 			}
 		}
 		seq := e.guessSeq()
-		if took, err := e.insertTrial(ctx, r, nt, seq); err != nil || took {
+		if took, err := e.insertTrial(ctx, r, nt, seq, spec.Claim); err != nil || took {
 			return err
 		}
 		return e.settleTrial(ctx, r, seq, nt.ID)
@@ -79,7 +79,7 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		}
 		// The experiment's lock (insertTrial) before the feed's (settle);
 		// one change number for both trials.
-		took, err := e.insertTrial(ctx, r, nt, seq)
+		took, err := e.insertTrial(ctx, r, nt, seq, false)
 		if err != nil {
 			return err
 		}
@@ -155,15 +155,18 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 // (the number from a data-modifying WITH, after the experiment's lock), and
 // took reports whether it did (not when the experiment has no bench_feed
 // row yet: the caller settles then).
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, seq int64) (took bool, err error) {
-	// Lock the experiment: trial ids are allocated one writer at a time.
-	var exp string
-	err = r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
-	if errors.Is(err, dbsql.ErrNoRows) {
-		return false, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
-	}
-	if err != nil {
-		return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, seq int64, locked bool) (took bool, err error) {
+	// Lock the experiment: trial ids are allocated one writer at a time
+	// (locked: the transaction holds the lock already, see checkClaim).
+	if !locked {
+		var exp string
+		err = r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
+		if errors.Is(err, dbsql.ErrNoRows) {
+			return false, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+		}
+		if err != nil {
+			return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		}
 	}
 	if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
 		return false, err
