@@ -14,11 +14,16 @@ import (
 // spreading measurements over the whole box, and near the optimum the
 // differences between configurations are of the size of one
 // measurement's noise, so a few scattered points there cannot be told
-// apart. After a global phase (nlStartFrac of the budget) the search
-// stays in a trust region, a box around the configuration with the
-// lowest posterior mean (never the luckiest observation), so that the
-// bottom of the basin gets many nearby measurements that a model can
-// average:
+// apart. Once the global search has nothing left to find above the noise
+// (the expected improvement at the point it would measure next is below
+// nlEIFactor noise standard deviations; and not before nlStartFrac of the
+// budget), the suggestion comes from a trust region, a box around the
+// configuration with the lowest posterior mean (never the luckiest
+// observation), so that the bottom of the basin gets many nearby
+// measurements that a model can average. The test is made at every
+// suggestion: where the global model expects more again, the global
+// search measures. Without it (the region from 40% of the budget on,
+// always) Levy-10 got worse: its global search is far from done there.
 //
 //   - the region is a box of side L·w_i around the posterior-mean
 //     incumbent of the global model, w_i the local model's lengthscales
