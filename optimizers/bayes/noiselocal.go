@@ -92,8 +92,8 @@ func (o *Optimizer) nlStart() int {
 	return o.nInit + nlStartPerDim*o.sp.Len()
 }
 
-// nlActive reports whether the next suggestions come from the local
-// search.
+// nlActive reports whether the local search may take the next
+// suggestions (nlLocalTurn decides whether it does).
 func (o *Optimizer) nlActive() bool {
 	return o.nl != nil && o.aware && o.m == 1 && o.tr == nil && o.fid == nil &&
 		o.numericOnly() && o.enumerate() == nil && o.hist.Len() >= o.nlStart()
@@ -103,7 +103,9 @@ func (o *Optimizer) nlActive() bool {
 // search's: when the global search expects less than nlEIFactor noise
 // standard deviations of improvement (the expected improvement, against
 // augmented EI's effective best, at the point it would measure), i.e. it
-// has nothing left to find above the noise.
+// has nothing left to find above the noise. When it returns false the
+// global search's acquisition has been maximized twice for the
+// suggestion (here and in modelSuggest), the price of the test.
 func (o *Optimizer) nlLocalTurn(avoid func(string) bool) bool {
 	if nlEIFactor <= 0 {
 		return true
@@ -120,7 +122,7 @@ func (o *Optimizer) nlLocalTurn(avoid func(string) bool) bool {
 	return logEI(aeiThreshold(g), mu, v) < math.Log(nlEIFactor*math.Sqrt(g.noise))
 }
 
-// nlRound counts a round: a success when the posterior-mean incumbent
+// round counts a round: a success when the posterior-mean incumbent
 // (history index inc) was measured since the previous round, of q new
 // configurations. It resizes the region.
 func (t *noiseLocal) round(inc, n, d int) {
