@@ -18,6 +18,11 @@ type NoiseSettings struct {
 	// Aware turns on the noise-aware mode: heteroscedastic noise from
 	// repeats, augmented EI, and a best that is the model's.
 	Aware bool
+	// Search is the noise-aware search (noise_search): "" or "global"
+	// (the GP's augmented EI over the whole space), or "local" (a trust
+	// region around the posterior-mean incumbent after a global phase;
+	// optimizers/bayes/noiselocal.go).
+	Search string
 }
 
 // NoiseSetter is an optimizer that aggregates repeats and can be
@@ -63,6 +68,7 @@ func (m *MlosCore) SetNoise(ns NoiseSettings) {
 	switch e := m.eng.(type) {
 	case noiseEngine:
 		e.SetNoise(agg, ns.Aware)
+		setNoiseSearch(e, ns)
 	case aggregatingEngine:
 		e.SetAggregator(agg)
 	}

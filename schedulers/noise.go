@@ -43,6 +43,11 @@ type NoiseConfig struct {
 	// aggregated repeats), the noise heteroscedastic from repeats, and the
 	// acquisition noise-aware (noise_aware, default false).
 	NoiseAware bool
+	// NoiseSearch is the noise-aware optimizer's search (noise_search,
+	// bench only): "global" (default) or "local" (a trust region around
+	// the posterior-mean incumbent after a global phase; needs
+	// noise_aware). See noise_search.go.
+	NoiseSearch string
 	// ConfirmTopK re-runs the k best configurations and the default,
 	// interleaved, ConfirmRepeats times each at the end (confirm_top_k, 0:
 	// off; confirm_repeats, default 5).
@@ -77,6 +82,7 @@ func noiseDefaults() map[string]any {
 		"converged_improvement": 0.01,
 		"repeat_aggregate":      "mean",
 		"noise_aware":           false,
+		"noise_search":          optimizers.NoiseSearchGlobal,
 		"confirm_top_k":         int64(0),
 		"confirm_repeats":       int64(5),
 		"confirm_now":           false,
@@ -155,6 +161,7 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 	default:
 		bad("repeat_spread", "repeat_spread must be %q (default, as mlos_bench) or %q, got %v", SpreadBackToBack, SpreadInterleaved, configs.PyStr(cfg["repeat_spread"]))
 	}
+	n.NoiseSearch = decodeNoiseSearch(cfg, n.NoiseAware, bad)
 	n.Aggregate = map[string]aggregate.Policy{}
 	switch a := cfg["repeat_aggregate"].(type) {
 	case string:
@@ -404,5 +411,5 @@ func (s *Scheduler) applyNoise() {
 	if !custom {
 		pols = nil // the mean: mlos_bench's behaviour, untouched
 	}
-	ns.SetNoise(optimizers.NoiseSettings{Aggregate: pols, Aware: s.cfg.Noise.NoiseAware})
+	ns.SetNoise(optimizers.NoiseSettings{Aggregate: pols, Aware: s.cfg.Noise.NoiseAware, Search: s.cfg.Noise.NoiseSearch})
 }

@@ -100,6 +100,7 @@ func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (
 	aware := method == "aware" || method == "confirm"
 	if aware {
 		o.SetNoise(nil, true)
+		o.SetNoiseLocal(noiseSearch == "local")
 	}
 	search := budget
 	if method == "confirm" {

@@ -97,6 +97,7 @@ type Optimizer struct {
 	outl   map[string]float64 // noise-aware mode: noise factors of outliers (robust.go)
 	tr     *trustRegion       // nil: global search (trust.go)
 	fid    *fidelityDim       // nil: no fidelity input (fidelity.go)
+	nl     *noiseLocal        // nil: no local search in noise-aware mode (noiselocal.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -270,6 +271,8 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 		case len(out) >= k: // a restart's design (trust.go)
 		case o.trUsesLocalModel():
 			err = o.trSuggest(k, pend, avoid, choose, &out)
+		case o.nlActive() && o.nlLocalTurn(avoid):
+			err = o.nlSuggest(k, pend, avoid, choose, &out)
 		default:
 			err = o.modelSuggest(k, pend, avoid, taken, choose, &out)
 		}
