@@ -41,6 +41,7 @@ func TestDecodeConfig(t *testing.T) {
 		{"cgroups none", "", nil, map[string]any{"cgroups": "None"}, func(c Config) bool { return c.Cgroups == "off" }},
 		{"cgroups auto", "", nil, map[string]any{"cgroups": " AUTO "}, func(c Config) bool { return c.Cgroups == "auto" }},
 		{"max_cost as text", "", nil, map[string]any{"max_cost": " 2.5 ", "cost_metric": "cost"}, func(c Config) bool { return c.Noise.MaxCost == 2.5 }},
+		{"confirm_refine", "", nil, map[string]any{"confirm_top_k": int64(2), "confirm_refine": "20"}, func(c Config) bool { return c.Noise.ConfirmRefine == 20 }},
 		{"telemetry interval from a global", "", nil, map[string]any{"telemetry_interval": "250ms"}, func(c Config) bool {
 			return c.TelemetryInterval == 250*time.Millisecond
 		}},
@@ -71,6 +72,8 @@ func TestDecodeConfig(t *testing.T) {
 		{"bad flag", "", map[string]any{"reuse": "maybe"}, "reuse must be true or false"},
 		{"bad cgroups", "", map[string]any{"cgroups": "maybe"}, "cgroups must be off, auto or on"},
 		{"max_cost with trailing text", "", map[string]any{"max_cost": "3abc"}, "max_cost must be a number"},
+		{"confirm_refine without confirm_top_k", "", map[string]any{"confirm_refine": int64(10)}, "confirm_refine needs confirm_top_k"},
+		{"negative confirm_refine", "", map[string]any{"confirm_top_k": int64(1), "confirm_refine": int64(-1)}, "confirm_refine must be >= 0"},
 		{"bad experiment id", "", map[string]any{"experiment_id": "a b"}, "experiment_id"},
 	}
 	for _, tc := range bad {

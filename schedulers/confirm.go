@@ -69,6 +69,16 @@ func (d *dispatch) confirmPhase(ctx context.Context, runErr error) error {
 		}
 		cands = append(cands, tun)
 	}
+	refined, err := d.refinePhase(ctx, all) // refine.go
+	if err != nil {
+		return err
+	}
+	if refined != nil {
+		add(refined)
+		if all, err = s.exp.Trials(ctx, storage.TrialFilter{}); err != nil {
+			return err
+		}
+	}
 	if r, ok := s.opt.(Ranker); ok && n.NoiseAware {
 		for _, v := range r.Ranked(n.ConfirmTopK + 1) {
 			add(v)

@@ -53,6 +53,11 @@ type NoiseConfig struct {
 	// off; confirm_repeats, default 5).
 	ConfirmTopK    int
 	ConfirmRepeats int
+	// ConfirmRefine runs, before the confirmation, a local design of this
+	// many trials around the model's best and confirms the minimiser of
+	// the posterior mean there first (refine.go; confirm_refine, 0: off;
+	// needs noise_aware, SMAC and confirm_top_k).
+	ConfirmRefine int
 	// Racing repeats a configuration (up to trial_config_repeat_count
 	// runs) only while it could be the best (racing.go; racing, default
 	// false). RepeatSpread "interleaved" queues each repeat behind the
@@ -85,6 +90,7 @@ func noiseDefaults() map[string]any {
 		"noise_search":          optimizers.NoiseSearchGlobal,
 		"confirm_top_k":         int64(0),
 		"confirm_repeats":       int64(5),
+		"confirm_refine":        int64(0),
 		"confirm_now":           false,
 		"racing":                false,
 		"repeat_spread":         SpreadBackToBack,
@@ -127,7 +133,7 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 		key string
 		dst *int
 		min int
-	}{{"converged_trials", &n.ConvergedTrials, 0}, {"confirm_top_k", &n.ConfirmTopK, 0}, {"confirm_repeats", &n.ConfirmRepeats, 2}}
+	}{{"converged_trials", &n.ConvergedTrials, 0}, {"confirm_top_k", &n.ConfirmTopK, 0}, {"confirm_repeats", &n.ConfirmRepeats, 2}, {"confirm_refine", &n.ConfirmRefine, 0}}
 	for _, it := range ints {
 		v, ok := toInt(cfg[it.key])
 		switch {
@@ -138,6 +144,9 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 		default:
 			*it.dst = v
 		}
+	}
+	if n.ConfirmRefine > 0 && n.ConfirmTopK <= 0 {
+		bad("confirm_refine", "confirm_refine needs confirm_top_k: the local refinement's minimiser is confirmed with the k best")
 	}
 	n.ConvergedImprovement = num("converged_improvement")
 	if n.ConvergedImprovement < 0 {

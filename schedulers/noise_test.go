@@ -258,3 +258,47 @@ func TestRepeatsInterleaved(t *testing.T) {
 		t.Errorf("%d of 11 consecutive trials ran the same configuration: not interleaved", backToBack)
 	}
 }
+
+// confirm_refine runs a local design around the model's best after the
+// search, before the confirmation, and confirms the minimiser of the
+// posterior mean there with the k best.
+func TestConfirmRefine(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	rng := rand.New(rand.NewPCG(7, 8))
+	cfg := Config{ExperimentID: "refine", TrialConfigRepeatCount: 1,
+		Noise: NoiseConfig{NoiseAware: true, ConfirmTopK: 2, ConfirmRepeats: 2, ConfirmRefine: 4}}
+	s := newSetup(t, st, cfg, map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(10)},
+		func(ctx context.Context, p environments.Params) environments.Result {
+			r := score(p)
+			r.Metrics["score"] = r.Metrics["score"].(float64) + rng.Float64()
+			return r
+		})
+	if err := s.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	all := trials(t, s.exp)
+	var phases []string
+	for _, tr := range all {
+		phases = append(phases, tr.Metadata[analysis.MetaPhase])
+	}
+	want := strings.Repeat(",", 9) + strings.Repeat(","+PhaseRefine, 4) + strings.Repeat(","+analysis.PhaseConfirm, 3*2)
+	if got := strings.Join(phases, ","); got != want {
+		t.Fatalf("phases of the trials in order:\n got %q\nwant %q", got, want)
+	}
+	if _, ok := analysis.Confirm(all, s.sched.targets); !ok {
+		t.Error("no verdict after the refinement")
+	}
+	// Without noise_aware there is nothing to refine with: the
+	// confirmation runs as before.
+	st2 := openStore(t, filepath.Join(t.TempDir(), "db2.sqlite"))
+	cfg.ExperimentID, cfg.Noise.NoiseAware = "plain", false
+	s2 := newSetup(t, st2, cfg, map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(6)}, scoreRun)
+	if err := s2.sched.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trials(t, s2.exp) {
+		if tr.Metadata[analysis.MetaPhase] == PhaseRefine {
+			t.Fatalf("trial %d is a refinement trial without noise_aware", tr.ID)
+		}
+	}
+}

@@ -101,6 +101,8 @@ func run(args []string, w io.Writer) error {
 	mfBudget := fs.Int("mf-budget", 0, "with -mf: full-fidelity GP's trials (0: lcnet 50, branin/hartmann6 40)")
 	mfMeths := fs.String("mf-methods", strings.Join(mfMethods, ","), "with -mf: the multi-fidelity methods")
 	mfContinue := fs.Bool("mf-continue", false, "with -mf: a promotion continues the run (pays the difference) instead of re-running it")
+	refineArg := fs.String("refine", "", "with -noise: instead, the local refinement (noise_refine.go), e.g. design=0.2,k=2,radius=0.5")
+	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -195,6 +197,13 @@ func run(args []string, w io.Writer) error {
 			return fmt.Errorf("-noise needs -budget of at least %d", minNoiseBudget)
 		}
 		fmt.Fprintf(w, "optbench -noise: %d seeds, budget %d, %d workers\n\n", cfg.seeds, cfg.budget, cfg.workers)
+		if *refineArg != "" {
+			rc, err := parseRefine(*refineArg)
+			if err != nil {
+				return err
+			}
+			return benchNoiseRefine(w, cfg, probs, sigmas, rc, *refineBase)
+		}
 		return benchNoise(w, cfg, probs, sigmas)
 	}
 	var meths []method
