@@ -34,7 +34,8 @@
 //     full fidelity with the running configurations as pending points.
 //
 // Methods: hb-<proposer> (all brackets), asha-gp-fid (one bracket: plain
-// ASHA).
+// ASHA), and gp-fid variants where the model also decides promotions and
+// starts (suffixes -minN, -model, -startP: hyperband_mf_model.go).
 
 package main
 
@@ -360,7 +361,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 }
 
 // mfMethods are the multi-fidelity methods, in report order.
-var mfMethods = []string{"hb-random", "hb-bohb", "hb-gp-fid", "asha-gp-fid"}
+var mfMethods = []string{"hb-random", "hb-bohb", "hb-gp-fid", "asha-gp-fid", "hb-gp-fid-model", "asha-gp-fid-model"}
 
 func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) error {
 	limit := float64(p.budget) * p.max

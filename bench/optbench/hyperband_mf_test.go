@@ -46,7 +46,7 @@ func TestLCNetShape(t *testing.T) {
 // quality meets it.
 func TestMFRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
-	for _, m := range append(slices.Clone(mfMethods), "asha-gp-fid-model", "asha-gp-fid-start50", "hb-gp-fid-min3-model-start60") {
+	for _, m := range append(slices.Clone(mfMethods), "asha-gp-fid-start50", "hb-gp-fid-min3-model-start60") {
 		for _, cont := range []bool{false, true} {
 			tr, err := mfRun(p, m, cont, 1, 200)
 			if err != nil {
