@@ -12,6 +12,7 @@ import (
 	"github.com/benchtune/bench/engines/awsbatch"
 	"github.com/benchtune/bench/engines/kubernetes"
 	"github.com/benchtune/bench/engines/sshpool"
+	"github.com/benchtune/bench/optimizers"
 
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
@@ -40,6 +41,34 @@ func (r *Run) checkFidelity(cfg schedulers.Config) error {
 	if err != nil && f.Ref.Node() == nil {
 		// Given as a global (a globals file or --fidelity).
 		return locateGlobal(l, "fidelity", err)
+	}
+	return err
+}
+
+// checkFidelityOptimizer checks fidelity.promote_by and start "model"
+// against the optimizer (in provision, so bench validate says it too):
+// they need one that predicts at full fidelity
+// (optimizers.FidelityPredictor).
+func (r *Run) checkFidelityOptimizer(cfg schedulers.Config) error {
+	f := cfg.Fidelity
+	key := ""
+	switch {
+	case !f.On():
+		return nil
+	case f.PromoteBy == schedulers.PromoteByModel:
+		key = "promote_by"
+	case f.Start == schedulers.StartModel:
+		key = "start"
+	default:
+		return nil
+	}
+	if fp, ok := r.Optimizer.(optimizers.FidelityPredictor); ok && fp.PredictsFull() {
+		return nil
+	}
+	err := f.Ref.Child(key).Errorf("%s", schedulers.ModelSettingError(key, r.Optimizer.Name()))
+	if f.Ref.Node() == nil {
+		// Given as a global (a globals file or --fidelity).
+		return locateGlobal(r.Launch, "fidelity", err)
 	}
 	return err
 }

@@ -37,6 +37,8 @@ type fidelityRun struct {
 	plan    *hyperband.Planner[string]
 	tunable bool                     // Param is a tunable (else a global)
 	aware   optimizers.FidelityAware // nil: the optimizer sees full fidelity only
+	// pred ranks promotions (promote_by "model"; nil: by observed values).
+	pred *fidelityRanker
 	// maxTrials is max_trials, counted in full-fidelity trials (0: none).
 	maxTrials int
 	// full counts the full-fidelity trials started (retries left out).
@@ -83,6 +85,9 @@ func (s *Scheduler) setupFidelity() error {
 		}
 		fr.aware = fa
 	}
+	if err := fr.setupRanker(s); err != nil { // fidelity_model.go
+		return err
+	}
 	if f.Promotion == PromotionContinue {
 		root, err := filepath.Abs(filepath.Join(f.CheckpointDir, s.cfg.ExperimentID))
 		if err != nil {
@@ -92,7 +97,7 @@ func (s *Scheduler) setupFidelity() error {
 	}
 	s.fid = fr
 	s.log.Info("multi-fidelity scheduling (Hyperband, asynchronous promotion)", "param", f.Param, "plan", plan.String(),
-		"promotion", f.Promotion, "optimizer_learns_every_fidelity", fr.aware != nil)
+		"promotion", f.Promotion, "promote_by", f.PromoteBy, "start", f.Start, "optimizer_learns_every_fidelity", fr.aware != nil)
 	return nil
 }
 
@@ -189,11 +194,21 @@ func (d *dispatch) fidelityFirst(sg optimizers.Suggestion, tun **tunables.Groups
 		return nil, true, nil
 	}
 	b, fv := f.plan.NextBracket()
+	direct := f.startFull(*tun) // fidelity_model.go
+	if direct {
+		fv = f.plan.Fidelity(len(f.plan.Rungs()) - 1)
+	}
 	t, err := f.at(*tun, fv)
 	if err != nil {
 		return nil, false, err
 	}
-	j, err := f.plan.Add(key, b)
+	var j hyperband.Job[string]
+	if direct {
+		j, err = f.plan.AddFull(key)
+		d.s.log.Info("fidelity: the model is confident about a new configuration; starting it at full fidelity", "suggestion", sg.ID)
+	} else {
+		j, err = f.plan.Add(key, b)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -358,6 +373,7 @@ func (d *dispatch) fidelityRecord(it item, t storage.Trial, out trial.Outcome) b
 		}
 		c.observed, c.sugID = true, 0
 		_, err = f.aware.ObserveAt(id, tun, v, out.Status, out.Results)
+		f.pred.changed()
 	case full:
 		id := c.sugID
 		c.sugID = 0

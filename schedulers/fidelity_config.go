@@ -29,6 +29,28 @@ const (
 	PromotionContinue = "continue"
 )
 
+// What ranks a rung's results for promotion (FidelityConfig.PromoteBy).
+const (
+	// PromoteByObserved ranks by the observed values at the rung (ASHA's
+	// rule; the default).
+	PromoteByObserved = "observed"
+	// PromoteByModel ranks by the optimizer's predicted value at full
+	// fidelity (optimizers.FidelityPredictor), which it infers from every
+	// fidelity it has seen.
+	PromoteByModel = "model"
+)
+
+// Where a new configuration starts (FidelityConfig.Start).
+const (
+	// StartBracket starts it at the first rung of the bracket Hyperband's
+	// shares pick (the default).
+	StartBracket = "bracket"
+	// StartModel starts it directly at full fidelity when the optimizer's
+	// model gives it a probability of at least StartConfidence of beating
+	// the incumbent there, else as StartBracket.
+	StartModel = "model"
+)
+
 // FidelityConfig is the scheduler's "fidelity" key (bench only; absent or
 // "" = off, mlos_bench's behaviour): which tunable or global carries the
 // fidelity, its range, and the Hyperband plan (schedulers/hyperband).
@@ -51,6 +73,12 @@ type FidelityConfig struct {
 	// each trial's checkpoint is staged through, wherever it runs
 	// (fidelity_store.go); CheckpointDir is then not used.
 	CheckpointStore string
+	// PromoteBy is PromoteByObserved (default) or PromoteByModel.
+	PromoteBy string
+	// Start is StartBracket (default) or StartModel, with
+	// StartConfidence in (0, 1) (default 0.5).
+	Start           string
+	StartConfidence float64
 	// Ref points at the key in the scheduler config (errors found once
 	// the tunables are known point there).
 	Ref source.Ref
@@ -66,7 +94,8 @@ func (f FidelityConfig) Plan(integer bool) hyperband.Config {
 }
 
 var fidelityKeys = map[string]bool{"param": true, "min": true, "max": true, "eta": true, "brackets": true,
-	"promotion": true, "checkpoint_dir": true,
+	"promotion": true, "checkpoint_dir": true, "promote_by": true,
+	"start": true, "start_confidence": true,
 	"checkpoint_store": true, // fidelity_store.go
 }
 
@@ -129,7 +158,8 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 				strings.Join(slices.Sorted(maps.Keys(fidelityKeys)), ", "))
 		}
 	}
-	f := FidelityConfig{Eta: 3, Promotion: PromotionRerun, CheckpointDir: "bench-checkpoints", Ref: ref}
+	f := FidelityConfig{Eta: 3, Promotion: PromotionRerun, CheckpointDir: "bench-checkpoints", PromoteBy: PromoteByObserved,
+		Start: StartBracket, StartConfidence: 0.5, Ref: ref}
 	p, _ := m["param"].(string)
 	if f.Param = strings.TrimSpace(p); f.Param == "" {
 		bad(ref.Child("param"), "fidelity.param must name the tunable or global that carries the fidelity, got %v", configs.PyStr(m["param"]))
@@ -205,6 +235,33 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 			f.Promotion = strings.TrimSpace(s)
 		default:
 			bad(ref.Child("promotion"), "fidelity.promotion must be %q or %q, got %v", PromotionRerun, PromotionContinue, configs.PyStr(v))
+		}
+	}
+	if v, ok := m["promote_by"]; ok {
+		s, _ := v.(string)
+		switch strings.TrimSpace(s) {
+		case PromoteByObserved, PromoteByModel:
+			f.PromoteBy = strings.TrimSpace(s)
+		default:
+			bad(ref.Child("promote_by"), "fidelity.promote_by must be %q (the values observed at the rung, ASHA's rule) or %q (the optimizer's predicted value at full fidelity), got %v",
+				PromoteByObserved, PromoteByModel, configs.PyStr(v))
+		}
+	}
+	if v, ok := m["start"]; ok {
+		s, _ := v.(string)
+		switch strings.TrimSpace(s) {
+		case StartBracket, StartModel:
+			f.Start = strings.TrimSpace(s)
+		default:
+			bad(ref.Child("start"), "fidelity.start must be %q (the first rung of a Hyperband bracket) or %q (full fidelity when the optimizer's model is confident, else a bracket), got %v",
+				StartBracket, StartModel, configs.PyStr(v))
+		}
+	}
+	if v, ok := m["start_confidence"]; ok {
+		if c, isNum := number(v); !isNum || !(c > 0 && c < 1) {
+			bad(ref.Child("start_confidence"), "fidelity.start_confidence must be a number between 0 and 1 (exclusive), got %v", configs.PyStr(v))
+		} else {
+			f.StartConfidence = c
 		}
 	}
 	if v, ok := m["checkpoint_dir"]; ok {
@@ -296,4 +353,26 @@ func tunOf(tun *tunables.Groups, name string) *tunables.Tunable {
 		return nil
 	}
 	return tun.Get(name)
+}
+
+// number reads a JSON number (or numeric text, as from a --fidelity
+// global).
+func number(v any) (float64, bool) {
+	var x float64
+	switch n := v.(type) {
+	case int64:
+		x = float64(n)
+	case int:
+		x = float64(n)
+	case float64:
+		x = n
+	case string:
+		var err error
+		if x, err = strconv.ParseFloat(strings.TrimSpace(n), 64); err != nil {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return x, !math.IsNaN(x) && !math.IsInf(x, 0)
 }

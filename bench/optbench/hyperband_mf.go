@@ -34,7 +34,8 @@
 //     full fidelity with the running configurations as pending points.
 //
 // Methods: hb-<proposer> (all brackets), asha-gp-fid (one bracket: plain
-// ASHA).
+// ASHA), and gp-fid variants where the model also decides promotions and
+// starts (suffixes -minN, -model, -startP: hyperband_mf_model.go).
 
 package main
 
@@ -195,11 +196,16 @@ func (m *mfBOHB) observe(x tunables.Point, rung int, _ float64, y float64) error
 
 // mfGPFid: one GP with the fidelity as its last input.
 type mfGPFid struct {
-	p  mfProblem
-	gp *bayes.Optimizer
+	p   mfProblem
+	min float64 // the lowest fidelity the planner runs (the coordinate's 0)
+	gp  *bayes.Optimizer
+	// version counts observations (predictions cached until it changes).
+	version int
+	cache   map[int]float64
+	cacheV  int
 }
 
-func newGPFid(p mfProblem, seed int64) (*mfGPFid, error) {
+func newGPFid(p mfProblem, seed int64, lo float64) (*mfGPFid, error) {
 	dims := append(slices.Clone(p.dims), tunables.Dim{Name: "fidelity", Kind: tunables.DimNumeric})
 	gp, err := bayes.New(dims, bayes.Options{Seed: seed, TrustRegion: -1})
 	if err != nil {
@@ -208,12 +214,13 @@ func newGPFid(p mfProblem, seed int64) (*mfGPFid, error) {
 	if err := gp.SetFidelity(len(dims)-1, 1); err != nil {
 		return nil, err
 	}
-	return &mfGPFid{p: p, gp: gp}, nil
+	return &mfGPFid{p: p, min: lo, gp: gp}, nil
 }
 
-// coord is fidelity r's unit coordinate (log scale, as Fidelity.Log).
+// coord is fidelity r's unit coordinate (log scale, as Fidelity.Log; the
+// scheduler maps its fidelity.min to 0).
 func (m *mfGPFid) coord(r float64) float64 {
-	return math.Log(r/m.p.min) / math.Log(m.p.max/m.p.min)
+	return math.Log(r/m.min) / math.Log(m.p.max/m.min)
 }
 
 func (m *mfGPFid) propose(running []tunables.Point) (tunables.Point, error) {
@@ -229,6 +236,7 @@ func (m *mfGPFid) propose(running []tunables.Point) (tunables.Point, error) {
 }
 
 func (m *mfGPFid) observe(x tunables.Point, _ int, r, y float64) error {
+	m.version++
 	return m.gp.Observe(bayes.Observation{X: append(slices.Clone(x), m.coord(r)), Y: []float64{y}})
 }
 
@@ -238,26 +246,33 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: 3, Integer: true}
 	var prop mfProposer
 	var err error
+	var opt mfOptions
 	switch method {
 	case "hb-random":
 		prop = &mfRandom{newRandomSearch(p.dims, seed)}
 	case "hb-bohb":
 		prop = &mfBOHB{p: p, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 5)), rs: newRandomSearch(p.dims, seed),
 			gps: map[int]*bayes.Optimizer{}, count: map[int]int{}}
-	case "hb-gp-fid", "asha-gp-fid":
-		if method == "asha-gp-fid" {
+	default:
+		var ok bool
+		if opt, ok = parseMFMethod(method); !ok {
+			return mfTrace{}, fmt.Errorf("unknown -mf method %q (known: hb-random, hb-bohb, hb-gp-fid, asha-gp-fid, and the last two with the suffixes %s)", method, mfSuffixes)
+		}
+		if opt.asha {
 			cfg.Brackets = 1
 		}
-		if prop, err = newGPFid(p, seed); err != nil {
+		if opt.min > 0 {
+			cfg.Min = opt.min
+		}
+		if prop, err = newGPFid(p, seed, cfg.Min); err != nil {
 			return mfTrace{}, err
 		}
-	default:
-		return mfTrace{}, fmt.Errorf("unknown -mf method %q (known: hb-random, hb-bohb, hb-gp-fid, asha-gp-fid)", method)
 	}
 	pl, err := hyperband.New[int](cfg)
 	if err != nil {
 		return mfTrace{}, err
 	}
+	gf, _ := prop.(*mfGPFid)
 	rng := rand.New(rand.NewPCG(uint64(seed), 31))
 	type job struct {
 		key        int
@@ -267,6 +282,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	}
 	var running []job
 	configs := map[int]tunables.Point{}
+	if opt.model {
+		pl.SetRanker(gf.ranker(configs))
+	}
 	last := map[int]float64{} // the fidelity each configuration last ran at
 	var tr mfTrace
 	clock, done := 0.0, 0.0 // done: cost of finished runs
@@ -286,7 +304,18 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 				}
 				k := len(configs)
 				configs[k] = x
-				if j, err = pl.Add(k, b); err != nil {
+				full := false
+				if opt.start > 0 {
+					if full, err = gf.confident(x, opt.start); err != nil {
+						return tr, err
+					}
+				}
+				if full {
+					j, err = pl.AddFull(k)
+				} else {
+					j, err = pl.Add(k, b)
+				}
+				if err != nil {
 					return tr, err
 				}
 			}
@@ -332,7 +361,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 }
 
 // mfMethods are the multi-fidelity methods, in report order.
-var mfMethods = []string{"hb-random", "hb-bohb", "hb-gp-fid", "asha-gp-fid"}
+var mfMethods = []string{"hb-random", "hb-bohb", "hb-gp-fid", "asha-gp-fid", "hb-gp-fid-model", "asha-gp-fid-model"}
 
 func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) error {
 	limit := float64(p.budget) * p.max

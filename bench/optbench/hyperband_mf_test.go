@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestLCNetShape(t *testing.T) {
 // quality meets it.
 func TestMFRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
-	for _, m := range mfMethods {
+	for _, m := range append(slices.Clone(mfMethods), "asha-gp-fid-start50", "hb-gp-fid-min3-model-start60") {
 		for _, cont := range []bool{false, true} {
 			tr, err := mfRun(p, m, cont, 1, 200)
 			if err != nil {
@@ -80,5 +81,30 @@ func TestMFBenchRuns(t *testing.T) {
 	}
 	if err := run([]string{"-mf", "nope"}, &b); err == nil || !strings.Contains(err.Error(), "unknown problem") {
 		t.Errorf("unknown problem: %v", err)
+	}
+}
+
+// TestParseMFMethod: the gp-fid methods' suffixes, in order.
+func TestParseMFMethod(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want mfOptions
+		ok   bool
+	}{
+		{"asha-gp-fid", mfOptions{asha: true}, true},
+		{"hb-gp-fid", mfOptions{}, true},
+		{"asha-gp-fid-model", mfOptions{asha: true, model: true}, true},
+		{"asha-gp-fid-min3-model-start60", mfOptions{asha: true, min: 3, model: true, start: 0.6}, true},
+		{"hb-gp-fid-start50", mfOptions{start: 0.5}, true},
+		{"hb-gp-fid-model-min3", mfOptions{}, false},
+		{"asha-gp-fid-start100", mfOptions{}, false},
+		{"asha-gp-fid-min0", mfOptions{}, false},
+		{"asha-gp-fidmodel", mfOptions{}, false},
+		{"hb-random-model", mfOptions{}, false},
+	} {
+		got, ok := parseMFMethod(tc.in)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -52,6 +52,10 @@ type fidelityDim struct {
 	// fidelity, for the first triedN history entries.
 	tried  map[string]bool
 	triedN int
+	// inc is PredictFull's incumbent for the model incG with incN points.
+	inc  float64
+	incG *gp
+	incN int
 }
 
 // SetFidelity makes dimension i the fidelity input, with unit coordinate

@@ -44,6 +44,16 @@
 // has Eta results nothing is promoted from it. A failed run (score NaN or
 // +Inf) counts in n but is never promoted.
 //
+// # Decisions by a model
+//
+// SetRanker replaces the observed scores by a ranker's (typically a
+// model's predicted value at full fidelity) when a rung's top ⌊n/Eta⌋ is
+// chosen; failed runs still never get promoted. AddFull starts a new
+// configuration directly at full fidelity, in the last bracket, whatever
+// Brackets is (for a configuration the caller's model is confident
+// about). A planner rebuilt with Resume makes the same decisions as one
+// that never stopped when its ranker gives the same scores.
+//
 // # API
 //
 //	p, err := hyperband.New[int](hyperband.Config{Min: 5, Max: 60, Eta: 3, Integer: true})
@@ -167,10 +177,20 @@ type Planner[K cmp.Ordered] struct {
 	rungs   []float64
 	weights []float64 // per bracket: synchronous Hyperband's share
 	count   []int     // per bracket: configurations added
+	direct  int       // configurations started at full fidelity by AddFull outside the brackets in use
 	entries map[K]*entry
-	// at[b][r] holds the keys with a result at rung r of bracket b.
-	at [][][]K
+	// at[b][r] holds the keys with a result at rung r of bracket b, for
+	// every possible bracket (one per rung: AddFull uses the last).
+	at     [][][]K
+	ranker Ranker[K]
 }
+
+// Ranker scores the configurations keys, which have results at one rung of
+// one bracket, for promotion: lower is better, one score per key in order
+// (NaN counts as worst). The usual one is a model's prediction of each
+// configuration's value at full fidelity (schedulers' promote_by
+// "model"). ok false: rank by the observed results (no model yet).
+type Ranker[K cmp.Ordered] func(keys []K) (scores []float64, ok bool)
 
 // ErrUnknown is wrapped when a key was never added.
 var ErrUnknown = errors.New("unknown configuration")
@@ -191,7 +211,7 @@ func New[K cmp.Ordered](c Config) (*Planner[K], error) {
 		p.weights = append(p.weights, math.Pow(float64(c.Eta), float64(s))/float64(s+1))
 	}
 	p.count = make([]int, nb)
-	p.at = make([][][]K, nb)
+	p.at = make([][][]K, len(p.rungs))
 	for b := range p.at {
 		p.at[b] = make([][]K, len(p.rungs))
 	}
@@ -242,13 +262,41 @@ func (p *Planner[K]) Add(k K, b int) (Job[K], error) {
 	if b < 0 || b >= len(p.count) {
 		return Job[K]{}, fmt.Errorf("bracket %d out of range (0..%d)", b, len(p.count)-1)
 	}
+	return p.add(k, b)
+}
+
+// AddFull records a new configuration k started directly at full
+// fidelity, in the last possible bracket (b = the top rung, which runs
+// everything at full fidelity only), whatever Brackets is: what a caller
+// does with a configuration it is confident about (schedulers' start
+// "model"). When that bracket is not among the brackets in use (Brackets
+// < the number of rungs), its configurations do not count in
+// NextBracket's shares (nor in Counts).
+func (p *Planner[K]) AddFull(k K) (Job[K], error) {
+	return p.add(k, len(p.rungs)-1)
+}
+
+func (p *Planner[K]) add(k K, b int) (Job[K], error) {
 	if _, ok := p.entries[k]; ok {
 		return Job[K]{}, fmt.Errorf("configuration %v added twice", k)
 	}
 	p.entries[k] = &entry{bracket: b, rung: b, running: true, scores: map[int]float64{}}
-	p.count[b]++
+	if b < len(p.count) {
+		p.count[b]++
+	} else {
+		p.direct++
+	}
 	return Job[K]{Key: k, Bracket: b, Rung: b, Fidelity: p.rungs[b]}, nil
 }
+
+// SetRanker makes promotions rank each rung's results by f instead of by
+// the observed scores (nil: by the observed scores, the default). A failed
+// run is never promoted whatever f says. f is called by Promotion,
+// Promotable and Rank; its scores may change between calls (a model that
+// learned more), so a configuration may earn a promotion later that it did
+// not have earlier, and a rung may end up promoting more than 1/Eta of
+// its configurations in all.
+func (p *Planner[K]) SetRanker(f Ranker[K]) { p.ranker = f }
 
 // Report records the result of k's run at rung r: score is lower-better
 // (negate a maximised metric); NaN or +Inf means the run failed (it is
@@ -280,7 +328,11 @@ func (p *Planner[K]) Report(k K, r int, score float64) error {
 func (p *Planner[K]) Resume(k K, b, r int) error {
 	e, ok := p.entries[k]
 	if !ok {
-		if _, err := p.Add(k, b); err != nil {
+		if b != len(p.rungs)-1 || b < len(p.count) {
+			if _, err := p.Add(k, b); err != nil {
+				return err
+			}
+		} else if _, err := p.AddFull(k); err != nil {
 			return err
 		}
 		e = p.entries[k]
@@ -352,9 +404,36 @@ func (p *Planner[K]) promotable(b, r int) (K, bool) {
 }
 
 // ranked returns bracket b's keys with a result at rung r, best first
-// (ties by key).
+// (ties by key): by the observed scores, or by the ranker's when one is
+// set and has them (failed runs last either way).
 func (p *Planner[K]) ranked(b, r int) []K {
 	keys := slices.Clone(p.at[b][r])
+	if p.ranker != nil && len(keys) > 0 {
+		if sc, ok := p.ranker(keys); ok && len(sc) == len(keys) {
+			by := make(map[K]float64, len(keys))
+			for i, k := range keys {
+				v := sc[i]
+				if math.IsNaN(v) {
+					v = math.Inf(1)
+				}
+				by[k] = v
+			}
+			slices.SortFunc(keys, func(x, y K) int {
+				fx, fy := math.IsInf(p.entries[x].scores[r], 1), math.IsInf(p.entries[y].scores[r], 1)
+				switch {
+				case fx && !fy:
+					return 1
+				case fy && !fx:
+					return -1
+				}
+				if c := cmp.Compare(by[x], by[y]); c != 0 {
+					return c
+				}
+				return cmp.Compare(x, y)
+			})
+			return keys
+		}
+	}
 	slices.SortFunc(keys, func(x, y K) int {
 		if c := cmp.Compare(p.entries[x].scores[r], p.entries[y].scores[r]); c != 0 {
 			return c
