@@ -52,7 +52,7 @@ import (
 //     env_end in /proc/PID/stat is 0, or the read was shorter: readMark).
 //     Such a process may be an orphan of the tree that shows its mark a
 //     moment later, so the pass reads it again until it can tell (up to
-//     half a second for one process, then it is taken as not the tree's).
+//     2 s for one process, then it is taken as not the tree's).
 //     Before it kills, the pass also waits, for a few more clean sweeps at
 //     most, until every member shows as stopped.
 //  3. Kill. After a clean sweep every member gets SIGKILL, and the pass
@@ -105,8 +105,13 @@ import (
 var killPassLimit = 5 * time.Second
 
 // execWaitLimit is how long a process caught in the middle of an exec is
-// waited for before it is taken as not the tree's.
-var execWaitLimit = 500 * time.Millisecond
+// waited for before it is taken as not the tree's. An exec's window is
+// kernel work (mapping the program and its loader, a page fault or two):
+// microseconds, milliseconds where the machine is loaded or the disk cold.
+// The bound is for a process that never reads consistently (its
+// environment's memory unmapped), which would otherwise hold every pass
+// to killPassLimit.
+var execWaitLimit = 2 * time.Second
 
 // stopWaits is how many sweeps a member that has not stopped yet is waited
 // for before the tree is killed anyway (a process in uninterruptible sleep
