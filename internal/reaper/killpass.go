@@ -45,8 +45,11 @@ import (
 //     setsid or not: found by their mark, or by their parent when their
 //     environment cannot be read; one caught in an exec is waited for
 //     until it shows its mark (2).
-//  2. A sweep is clean when it adds no member, no process ended between
-//     the listing and its reading (it may have forked first), and no
+//  2. A sweep is clean when it adds no member, no process vanished
+//     between the listing and its reading or ended since the last sweep
+//     (it may have forked after the listing first, its child unlisted: a
+//     line's shell running `setsid sleep 300 &` forks and exits at once;
+//     members the pass killed do not count), and no
 //     process of this user is in the middle of an exec: one whose
 //     environment, read, is not what the kernel says right after (its
 //     env_end in /proc/PID/stat is 0, or the read was shorter: readMark).
@@ -142,31 +145,38 @@ const (
 // afterwards, says the environment is there (env_end set) and as long as
 // what was read. Otherwise the process is taken as in an exec: read again.
 func readMark(pid int) (envState, string) {
+	env, mark, _ := readMarkStat(pid)
+	return env, mark
+}
+
+// readMarkStat is readMark, with the process's stat as read right after
+// its environment (not valid with envGone).
+func readMarkStat(pid int) (envState, string, procStat) {
 	b, err := readProcFile(pid, "environ")
 	if err != nil && !gone(err) {
-		return envUnreadable, ""
+		return envUnreadable, "", procStat{} // the caller reads its stat
 	}
 	ps, serr := readStat(pid)
 	switch {
 	case serr != nil:
-		return envGone, ""
-	case ps.flags&pfExiting != 0:
-		return envNone, "" // ending (its memory may be gone): it forks nothing more
+		return envGone, "", ps
+	case ps.state == 'Z' || ps.state == 'X' || ps.flags&(pfExiting|pfKthread) != 0:
+		return envNone, "", ps // ending (its memory may be gone), or a kernel thread: it forks nothing more
 	case err != nil:
-		return envExec, "" // no memory to read yet
+		return envExec, "", ps // no memory to read yet
 	case ps.envKnown && (ps.envEnd == 0 || uint64(len(b)) != ps.envEnd-ps.envStart):
-		return envExec, ""
+		return envExec, "", ps
 	case !ps.envKnown && len(b) == 0:
 		// A kernel without the fields: in the window, the command line
 		// reads as empty too.
 		if c, cerr := readProcFile(pid, "cmdline"); cerr == nil && len(c) == 0 {
-			return envExec, ""
+			return envExec, "", ps
 		}
 	}
 	if m, ok := markIn(b); ok {
-		return envMarked, m
+		return envMarked, m, ps
 	}
-	return envNone, ""
+	return envNone, "", ps
 }
 
 func gone(err error) bool {
@@ -201,14 +211,18 @@ type pass struct {
 	// env is what earlier sweeps read of the environments of processes
 	// that are not members: it changes only with an exec, and a process
 	// can only gain this tree's mark in an exec by being given it.
-	env map[procID]envRead
+	env map[int]envRead
 	// sweeps counts the sweeps so far.
 	sweeps int
+	// ended are the processes that the last sweep saw ended (zombies, or
+	// exiting).
+	ended map[procID]bool
 }
 
 type envRead struct {
-	env  envState
-	mark string
+	env   envState
+	mark  string
+	start uint64 // of the process it was read from
 }
 
 // sweepResult is what one sweep found.
@@ -263,7 +277,7 @@ func killPass(match func(mark string) bool) (Killed, error) {
 
 func newPass(match func(mark string) bool) *pass {
 	return &pass{match: match, members: map[int]*member{}, owners: map[string]bool{},
-		execSince: map[procID]time.Time{}, env: map[procID]envRead{}}
+		execSince: map[procID]time.Time{}, env: map[int]envRead{}}
 }
 
 // sweepProc is one process as a sweep read it.
@@ -291,6 +305,8 @@ func (p *pass) sweep() (sweepResult, error) {
 	me, uid := os.Getpid(), os.Getuid()
 	procs := make([]sweepProc, 0, 64)
 	index := map[int]int{}
+	ended := map[procID]bool{}
+	defer func() { p.ended = ended }()
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
 		if err != nil || pid == me {
@@ -304,30 +320,64 @@ func (p *pass) sweep() (sweepResult, error) {
 		if int(st.Uid) != uid {
 			continue
 		}
-		ps, err := readStat(pid)
-		if err != nil {
-			r.unsettled = true
-			continue
+		// A process seen before needs its stat only (its environment
+		// changes only with an exec, and a process can only gain this
+		// tree's mark in one by being given it); a new one, its
+		// environment then its stat (readMarkStat).
+		var sp sweepProc
+		m, known := p.members[pid], false
+		e, cached := p.env[pid]
+		if m != nil || cached {
+			ps, err := readStat(pid)
+			if err != nil {
+				r.unsettled = true // ended after the listing: it may have forked first
+				continue
+			}
+			sp = sweepProc{procStat: ps, pid: pid}
+			switch {
+			case m != nil && m.start == ps.start:
+				known = true
+			case cached && e.start == ps.start:
+				sp.env, sp.mark, known = e.env, e.mark, true
+			}
 		}
-		if ps.state == 'Z' || ps.state == 'X' || ps.flags&pfKthread != 0 {
-			continue // ended (a zombie waits for its parent), or a kernel thread
-		}
-		sp := sweepProc{procStat: ps, pid: pid}
-		id := procID{pid, ps.start}
-		if m := p.members[pid]; m == nil || m.start != ps.start {
-			if e, ok := p.env[id]; ok {
-				sp.env, sp.mark = e.env, e.mark
-			} else {
-				sp.env, sp.mark = readMark(pid)
-				if sp.env == envGone {
+		if !known {
+			env, mark, ps := readMarkStat(pid)
+			switch env {
+			case envGone:
+				r.unsettled = true
+				continue
+			case envUnreadable:
+				var err error
+				if ps, err = readStat(pid); err != nil {
 					r.unsettled = true
 					continue
 				}
-				if sp.env != envExec {
-					p.env[id] = envRead{sp.env, sp.mark}
-				}
+			}
+			sp = sweepProc{procStat: ps, pid: pid, env: env, mark: mark}
+			if env != envExec {
+				p.env[pid] = envRead{env: env, mark: mark, start: ps.start}
 			}
 		}
+		if sp.flags&pfKthread != 0 {
+			continue
+		}
+		if sp.state == 'Z' || sp.state == 'X' || sp.flags&pfExiting != 0 {
+			// Ended (a zombie waits for its parent): its environment is
+			// gone with its memory. If it ended since the last sweep, it
+			// may have forked after this sweep's listing first (a shell
+			// whose line is `setsid sleep 300 &` forks and exits at
+			// once), and its child, not listed, must be looked for again.
+			// Members this pass killed before the sweep are not counted:
+			// a fork after SIGKILL fails, so their children are listed.
+			id := procID{pid, sp.start}
+			ended[id] = true
+			if m := p.members[pid]; !p.ended[id] && (m == nil || m.start != sp.start || !m.killed) {
+				r.unsettled = true
+			}
+			continue
+		}
+		ps := sp.procStat
 		if m := p.members[pid]; (m == nil || m.start != ps.start) && sp.env == envMarked && p.match(sp.mark) {
 			// Stopped at once, not after the whole listing: a tree that
 			// forks as fast as it can would otherwise take the CPU the
