@@ -45,11 +45,13 @@ import (
 //     setsid or not: found by their mark, or by their parent when their
 //     environment cannot be read; one caught in an exec is waited for
 //     until it shows its mark (2).
-//  2. A sweep is clean when it adds no member, no process vanished
-//     between the listing and its reading or ended since the last sweep
-//     (it may have forked after the listing first, its child unlisted: a
-//     line's shell running `setsid sleep 300 &` forks and exits at once;
-//     members the pass killed do not count), and no
+//  2. A sweep is clean when it adds no member, no process that may be the
+//     tree's vanished between the listing and its reading or ended since
+//     the last sweep (it may have forked after the listing first, its
+//     child unlisted: a line's shell running `setsid sleep 300 &` forks
+//     and exits at once; members the pass killed and processes read alive
+//     without the mark before do not count, and one of which nothing is
+//     known makes at most softSweeps sweeps in a row unclean), and no
 //     process of this user is in the middle of an exec: one whose
 //     environment, read, is not what the kernel says right after (its
 //     env_end in /proc/PID/stat is 0, or the read was shorter: readMark).
@@ -96,7 +98,9 @@ import (
 // which bench cannot count on (its `--cgroups` groups are off by default,
 // one per runner, not per trial).
 //
-// Still not covered: a process that drops the mark and whose parent ends
+// Still not covered: a chain of processes of the tree that each forks and
+// ends within one sweep for softSweeps+1 sweeps in a row (see softSweeps);
+// a process that drops the mark and whose parent ends
 // on its own before the pass sees it (as before), and a member that is in
 // uninterruptible sleep for the whole time the pass waits for it to stop
 // (then it is killed without having been seen stopped, and a child it
@@ -120,6 +124,15 @@ var execWaitLimit = 2 * time.Second
 // for before the tree is killed anyway (a process in uninterruptible sleep
 // stops only when it leaves it).
 const stopWaits = 20
+
+// softSweeps is how many sweeps in a row a process of which nothing is
+// known, ended since the last sweep, makes unclean. It may have been of
+// the tree and forked after the listing, so the next sweep looks for its
+// child; but on a busy machine (root sees every process) unrelated
+// processes end all the time, and a pass that waited for a sweep with
+// none might never end. A tree that escapes needs a chain of processes
+// that each forks and ends within one sweep, four sweeps in a row.
+const softSweeps = 3
 
 // sweepPause is the pause between sweeps that are not clean.
 const sweepPause = 500 * time.Microsecond
@@ -228,9 +241,12 @@ type envRead struct {
 // sweepResult is what one sweep found.
 type sweepResult struct {
 	added     int  // new members
-	unsettled bool // a process ended before it was read, or one is in an exec
-	running   int  // members alive, not killed, not seen stopped
-	unkilled  int  // members alive, not killed
+	unsettled bool // a process of the tree ended, or one of the user is in an exec
+	// soft: a process of which nothing is known ended after the listing
+	// (see softSweeps).
+	soft     bool
+	running  int // members alive, not killed, not seen stopped
+	unkilled int // members alive, not killed
 }
 
 // killPass kills the processes of this user whose mark matches, the
@@ -240,14 +256,21 @@ func killPass(match func(mark string) bool) (Killed, error) {
 	p := newPass(match)
 	defer p.close()
 	deadline := time.Now().Add(killPassLimit)
-	waits := 0
+	waits, soft := 0, 0
 	for {
 		r, err := p.sweep()
 		if err != nil {
 			p.killAll()
 			return p.k, err
 		}
-		clean := r.added == 0 && !r.unsettled
+		hard := r.added > 0 || r.unsettled
+		switch {
+		case hard || !r.soft:
+			soft = 0
+		default:
+			soft++
+		}
+		clean := !hard && (!r.soft || soft > softSweeps)
 		if clean && r.unkilled == 0 {
 			// Every member has ended or has SIGKILL pending (one in
 			// uninterruptible sleep ends when it leaves it): none can fork
@@ -314,7 +337,7 @@ func (p *pass) sweep() (sweepResult, error) {
 		}
 		var st syscall.Stat_t
 		if err := syscall.Stat(procDir+"/"+n, &st); err != nil {
-			r.unsettled = true // ended after the listing: it may have forked first
+			r.soft = true // ended after the listing: it may have forked first
 			continue
 		}
 		if int(st.Uid) != uid {
@@ -330,7 +353,7 @@ func (p *pass) sweep() (sweepResult, error) {
 		if m != nil || cached {
 			ps, err := readStat(pid)
 			if err != nil {
-				r.unsettled = true // ended after the listing: it may have forked first
+				r.soft = true // ended after the listing: it may have forked first
 				continue
 			}
 			sp = sweepProc{procStat: ps, pid: pid}
@@ -345,17 +368,18 @@ func (p *pass) sweep() (sweepResult, error) {
 			env, mark, ps := readMarkStat(pid)
 			switch env {
 			case envGone:
-				r.unsettled = true
+				r.soft = true
 				continue
 			case envUnreadable:
 				var err error
 				if ps, err = readStat(pid); err != nil {
-					r.unsettled = true
+					r.soft = true
 					continue
 				}
 			}
 			sp = sweepProc{procStat: ps, pid: pid, env: env, mark: mark}
-			if env != envExec {
+			ended := ps.state == 'Z' || ps.state == 'X' || ps.flags&pfExiting != 0
+			if env != envExec && !ended {
 				p.env[pid] = envRead{env: env, mark: mark, start: ps.start}
 			}
 		}
@@ -368,12 +392,26 @@ func (p *pass) sweep() (sweepResult, error) {
 			// may have forked after this sweep's listing first (a shell
 			// whose line is `setsid sleep 300 &` forks and exits at
 			// once), and its child, not listed, must be looked for again.
-			// Members this pass killed before the sweep are not counted:
-			// a fork after SIGKILL fails, so their children are listed.
+			// Members this pass killed before the sweep are not counted
+			// (a fork after SIGKILL fails, so their children are listed),
+			// nor processes that an earlier sweep read alive without this
+			// tree's mark. A member that ended on its own, or a marked
+			// one, makes the sweep unclean; one of which nothing is known
+			// (born since the last sweep) makes it unsure (soft, below).
 			id := procID{pid, sp.start}
 			ended[id] = true
-			if m := p.members[pid]; !p.ended[id] && (m == nil || m.start != sp.start || !m.killed) {
-				r.unsettled = true
+			if !p.ended[id] {
+				switch {
+				case m != nil && m.start == sp.start:
+					if !m.killed {
+						r.unsettled = true
+					}
+				case known && sp.env == envMarked && p.match(sp.mark):
+					r.unsettled = true
+				case known && (sp.env == envNone || sp.env == envMarked):
+				default:
+					r.soft = true
+				}
 			}
 			continue
 		}
