@@ -30,7 +30,7 @@ import (
 // about once in 200 tries in CI).
 //
 // The pass now freezes the tree before it kills it, and ends only on a
-// sweep that can prove nothing of the tree is left:
+// sweep that finds nothing of the tree left, with the limits said below:
 //
 //  1. Freeze. Each sweep lists /proc once and reads every process of this
 //     user. A process whose mark matches is a member; so are the members
@@ -100,9 +100,9 @@ import (
 //
 // Still not covered: a chain of processes of the tree that each forks and
 // ends within one sweep for softSweeps+1 sweeps in a row (see softSweeps);
-// a process that drops the mark and whose parent ends
-// on its own before the pass sees it (as before), and a member that is in
-// uninterruptible sleep for the whole time the pass waits for it to stop
+// a process that drops the mark and whose parent ends on its own before
+// the pass sees it (as before); and a member that is in uninterruptible
+// sleep for the whole time the pass waits for it to stop
 // (then it is killed without having been seen stopped, and a child it
 // forks in that instant is found only by its mark). A pass that cannot
 // reach a clean sweep in killPassLimit kills what it found and returns an
