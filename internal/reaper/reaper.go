@@ -28,6 +28,13 @@
 //     Release records its mark under StateDir, and KillStale leaves those
 //     processes alone. The record goes once they are all gone.
 //
+// KillOwn, KillStale and the watchdog kill with one kill pass
+// (killpass.go): it stops (SIGSTOP) the whole tree before it kills it, so
+// that nothing in it can fork meanwhile and what it forked stays its
+// child, and it returns only after a sweep that proves that none of the
+// tree is left, not even a process caught in the middle of an exec (whose
+// environment reads as empty for an instant).
+//
 // Only processes started for trials are marked: bench's own helpers (the
 // detached `bench exec-trial` processes of the local execution engine,
 // which must outlive bench to be re-attached) are started without the
@@ -48,7 +55,6 @@ package reaper
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,7 +62,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // EnvVar is the environment variable that marks a trial's processes with
@@ -180,33 +185,83 @@ func (o Owner) Alive() bool {
 	return err == nil && st == o.Start
 }
 
-// stat reads a process's state, process group and start time from
-// /proc/PID/stat.
-func stat(pid int) (state byte, pgrp int, start uint64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", procDir, pid))
+// procStat is what the kill pass needs of /proc/PID/stat.
+type procStat struct {
+	state byte
+	ppid  int
+	pgrp  int
+	flags uint64 // the kernel's PF_* flags
+	start uint64 // clock ticks since boot
+	// envStart and envEnd are where its environment lies in its memory
+	// (fields 50 and 51, Linux 3.5+: envKnown). envEnd is 0 in the window
+	// of an exec in which the new program's memory has no environment
+	// yet.
+	envStart, envEnd uint64
+	envKnown         bool
+}
+
+// pfExiting is the kernel's PF_EXITING flag: the process is ending (its
+// memory may already be gone, so its environment reads as empty).
+const pfExiting = 0x4
+
+// pfKthread is the kernel's PF_KTHREAD flag: a kernel thread (no memory,
+// no environment; root's).
+const pfKthread = 0x00200000
+
+// readStat reads a process's state, parent, process group, flags and start
+// time from /proc/PID/stat.
+func readStat(pid int) (procStat, error) {
+	b, err := readProcFile(pid, "stat")
 	if err != nil {
-		return 0, 0, 0, err
+		return procStat{}, err
 	}
 	// The command name may hold spaces and parentheses: fields start after
 	// the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, 0, fmt.Errorf("process %d: malformed stat", pid)
+		return procStat{}, fmt.Errorf("process %d: malformed stat", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (start).
-	if len(f) < 20 {
-		return 0, 0, 0, fmt.Errorf("process %d: malformed stat", pid)
+	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5 (pgrp),
+	// f[6] field 9 (flags), f[19] field 22 (start), f[47] and f[48]
+	// fields 50 and 51 (env_start, env_end).
+	if len(f) < 20 || len(f[0]) == 0 {
+		return procStat{}, fmt.Errorf("process %d: malformed stat", pid)
 	}
-	pgrp, err = strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, 0, err
+	var ps procStat
+	ps.state = f[0][0]
+	if ps.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return procStat{}, err
 	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, 0, 0, err
+	if ps.pgrp, err = strconv.Atoi(f[2]); err != nil {
+		return procStat{}, err
 	}
-	return f[0][0], pgrp, start, nil
+	if ps.flags, err = strconv.ParseUint(f[6], 10, 64); err != nil {
+		return procStat{}, err
+	}
+	if ps.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return procStat{}, err
+	}
+	if len(f) >= 49 {
+		s, serr := strconv.ParseUint(f[47], 10, 64)
+		e, eerr := strconv.ParseUint(f[48], 10, 64)
+		if serr == nil && eerr == nil {
+			ps.envStart, ps.envEnd, ps.envKnown = s, e, true
+		}
+	}
+	return ps, nil
+}
+
+// stat reads a process's state, process group and start time.
+func stat(pid int) (state byte, pgrp int, start uint64, err error) {
+	ps, err := readStat(pid)
+	return ps.state, ps.pgrp, ps.start, err
+}
+
+// readProcFile reads /proc/PID/NAME. Tests replace it to replay what the
+// kernel shows of a process in the middle of an exec.
+var readProcFile = func(pid int, name string) ([]byte, error) {
+	return os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/" + name)
 }
 
 func startTime(pid int) (uint64, error) {
@@ -223,10 +278,15 @@ func startTime(pid int) (uint64, error) {
 // markOf returns the owner mark in a process's environment ("" if none
 // or unreadable: another user's process, or one that has ended).
 func markOf(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/environ", procDir, pid))
-	if err != nil {
-		return ""
+	if env, m := readMark(pid); env == envMarked {
+		return m
 	}
+	return "" // none, or not readable now (in an exec: readMark)
+}
+
+// markIn finds the owner mark in an environment block (NUL-separated
+// NAME=VALUE entries).
+func markIn(b []byte) (string, bool) {
 	prefix := []byte(EnvVar + "=")
 	for len(b) > 0 {
 		kv := b
@@ -236,10 +296,10 @@ func markOf(pid int) string {
 			b = nil
 		}
 		if bytes.HasPrefix(kv, prefix) {
-			return string(kv[len(prefix):])
+			return string(kv[len(prefix):]), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // Killed is what a sweep did.
@@ -281,10 +341,10 @@ func Release() error {
 }
 
 // KillStale kills every process (of this user) marked by a bench process
-// that died without exiting normally (no Release), with SIGKILL, and its
-// process group when it leads one. It sweeps until a pass finds nothing (a
-// marked process may fork while it sweeps), at most a few times. Release
-// records whose processes are all gone are removed.
+// that died without exiting normally (no Release), with SIGKILL, with the
+// members of the process groups they lead and what they started (one kill
+// pass: killPass). Release records whose processes are all gone are
+// removed.
 func KillStale() (Killed, error) {
 	if _, err := Self(); err != nil {
 		return Killed{}, err
@@ -376,60 +436,19 @@ func forEach(fn func(pid int, mark string)) error {
 	return nil
 }
 
-// KillOwn kills every process marked as this process's: for an exit that
-// cannot wait for the trials to stop.
+// KillOwn kills every process marked as this process's, with the members
+// of the process groups they lead and what they started (one kill pass:
+// killPass): for an exit that cannot wait for the trials to stop. When it
+// returns nil, none of them runs any more.
 func KillOwn() (Killed, error) {
 	me, err := Self()
 	if err != nil {
 		return Killed{}, err
 	}
 	mine := me.String()
-	return sweepUntilQuiet(func(mark string) bool { return mark == mine }, 2)
+	return killPass(func(mark string) bool { return mark == mine })
 }
 
-func sweep(match func(mark string) bool) (Killed, error) { return sweepUntilQuiet(match, 1) }
-
-// sweepUntilQuiet kills the marked processes that match, pass after pass,
-// until quiet passes in a row find none (at most a few passes more). A
-// process caught in the middle of an exec shows no environment for an
-// instant: a second quiet pass finds what a first one missed.
-func sweepUntilQuiet(match func(mark string) bool, quiet int) (Killed, error) {
-	var k Killed
-	owners := map[string]bool{}
-	empty := 0
-	for pass := 0; pass < 5+quiet; pass++ {
-		found := 0
-		err := forEach(func(pid int, mark string) {
-			if !match(mark) {
-				return
-			}
-			if _, pgrp, _, err := stat(pid); err == nil && pgrp == pid {
-				// It leads a group: its members are its own, even those
-				// that dropped the mark.
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return
-			}
-			found++
-			k.PIDs = append(k.PIDs, pid)
-			if !owners[mark] {
-				owners[mark] = true
-				k.Owners = append(k.Owners, mark)
-			}
-		})
-		if err != nil {
-			return k, err
-		}
-		if found == 0 {
-			if empty++; empty >= quiet {
-				break
-			}
-			time.Sleep(time.Millisecond) // an exec under way takes far less
-			continue
-		}
-		empty = 0
-		time.Sleep(10 * time.Millisecond)
-	}
-	return k, nil
-}
+// sweep kills the marked processes that match, and what they started
+// (killPass).
+func sweep(match func(mark string) bool) (Killed, error) { return killPass(match) }
