@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/internal/checkpoint"
+	"github.com/benchtune/bench/services/local"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -54,7 +55,7 @@ func StageCheckpoint(ctx context.Context, spec trial.Spec) (map[string]any, func
 	if err != nil {
 		return nil, nil, fmt.Errorf("checkpoint store: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "bench-checkpoint-")
+	dir, err := local.MkdirOwnedTemp("checkpoint") // removed by a later bench if this one is killed
 	if err != nil {
 		return nil, nil, fmt.Errorf("making the trial's checkpoint directory: %w", err)
 	}

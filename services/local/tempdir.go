@@ -108,6 +108,14 @@ func tempPrefix(key string) string {
 	return "bench-" + key + "-" + o.String() + "-"
 }
 
+// MkdirOwnedTemp makes a fresh folder under os.TempDir() named for this
+// bench process (bench-<key>-<owner mark>-<random>), so that if bench is
+// killed before it removes the folder, its watchdog or a later bench does
+// (RemoveTempDirsOf, RemoveStaleTempDirs).
+func MkdirOwnedTemp(key string) (string, error) {
+	return os.MkdirTemp("", tempPrefix(key))
+}
+
 // staleName matches the temp folders tempPrefix names: the owner mark is
 // the part before the random suffix.
 var staleName = regexp.MustCompile(`^bench-.+-(o[0-9a-f]{8}\.[0-9]+\.[0-9]+)-[0-9]+$`)

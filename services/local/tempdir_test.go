@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -311,5 +312,28 @@ func TestRemoveStaleTempDirs(t *testing.T) {
 	defer cleanup()
 	if m := staleName.FindStringSubmatch(filepath.Base(dir)); m == nil || m[1] != me.String() {
 		t.Errorf("temp dir %s lacks the owner mark %s", dir, me)
+	}
+}
+
+// A folder from MkdirOwnedTemp carries this bench's mark: the cleanup of
+// a dead bench's folders (RemoveTempDirsOf, which its watchdog runs, and
+// RemoveStaleTempDirs) finds it.
+func TestMkdirOwnedTempIsRemovedWithItsOwner(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	me, err := reaper.Self()
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	dir, err := MkdirOwnedTemp("checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, owner, ok := TempDirOwner(dir)
+	if !ok || owner != me || name != "checkpoint" {
+		t.Fatalf("TempDirOwner(%s) = %q, %v, %v; want checkpoint, %v", dir, name, owner, ok, me)
+	}
+	RemoveTempDirsOf(me.String())
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the folder is still there after RemoveTempDirsOf: %v", err)
 	}
 }
