@@ -4,6 +4,7 @@ package schedulers
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -228,35 +229,23 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 				n, rungText(f.Plan(false).Rungs()), f.Brackets)
 		}
 	}
-	if v, ok := m["promotion"]; ok {
-		s, _ := v.(string)
-		switch strings.TrimSpace(s) {
-		case PromotionRerun, PromotionContinue:
-			f.Promotion = strings.TrimSpace(s)
-		default:
-			bad(ref.Child("promotion"), "fidelity.promotion must be %q or %q, got %v", PromotionRerun, PromotionContinue, configs.PyStr(v))
+	choice := func(key string, dst *string, explain string, allowed ...string) {
+		v, ok := m[key]
+		if !ok {
+			return
 		}
-	}
-	if v, ok := m["promote_by"]; ok {
-		s, _ := v.(string)
-		switch strings.TrimSpace(s) {
-		case PromoteByObserved, PromoteByModel:
-			f.PromoteBy = strings.TrimSpace(s)
-		default:
-			bad(ref.Child("promote_by"), "fidelity.promote_by must be %q (the values observed at the rung, ASHA's rule) or %q (the optimizer's predicted value at full fidelity), got %v",
-				PromoteByObserved, PromoteByModel, configs.PyStr(v))
+		str, _ := v.(string)
+		if str = strings.TrimSpace(str); slices.Contains(allowed, str) {
+			*dst = str
+			return
 		}
+		bad(ref.Child(key), "fidelity.%s must be %s, got %v", key, explain, configs.PyStr(v))
 	}
-	if v, ok := m["start"]; ok {
-		s, _ := v.(string)
-		switch strings.TrimSpace(s) {
-		case StartBracket, StartModel:
-			f.Start = strings.TrimSpace(s)
-		default:
-			bad(ref.Child("start"), "fidelity.start must be %q (the first rung of a Hyperband bracket) or %q (full fidelity when the optimizer's model is confident, else a bracket), got %v",
-				StartBracket, StartModel, configs.PyStr(v))
-		}
-	}
+	choice("promotion", &f.Promotion, fmt.Sprintf("%q or %q", PromotionRerun, PromotionContinue), PromotionRerun, PromotionContinue)
+	choice("promote_by", &f.PromoteBy, fmt.Sprintf("%q (the values observed at the rung, ASHA's rule) or %q (the optimizer's predicted value at full fidelity)",
+		PromoteByObserved, PromoteByModel), PromoteByObserved, PromoteByModel)
+	choice("start", &f.Start, fmt.Sprintf("%q (the first rung of a Hyperband bracket) or %q (full fidelity when the optimizer's model is confident, else a bracket)",
+		StartBracket, StartModel), StartBracket, StartModel)
 	if v, ok := m["start_confidence"]; ok {
 		if c, isNum := number(v); !isNum || !(c > 0 && c < 1) {
 			bad(ref.Child("start_confidence"), "fidelity.start_confidence must be a number between 0 and 1 (exclusive), got %v", configs.PyStr(v))
