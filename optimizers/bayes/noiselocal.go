@@ -222,27 +222,7 @@ func (o *Optimizer) nlSuggest(k int, pend []tunables.Point, avoid func(string) b
 		}
 		return nil
 	}
-	ts := g.newTSBatch(cxs)
-	used := make([]bool, len(pts))
-	for len(*out) < k {
-		f := ts.sample(o.rng)
-		best := -1
-		for i, v := range f {
-			if !used[i] && !avoid(space.Key(pts[i])) && (best < 0 || v < f[best]) {
-				best = i
-			}
-		}
-		if best < 0 {
-			p := o.randomFree(avoid)
-			if p == nil {
-				break
-			}
-			choose(p)
-			continue
-		}
-		used[best] = true
-		choose(pts[best])
-	}
+	o.thompsonPick(g.newTSBatch(cxs), pts, k, func(i int) bool { return avoid(space.Key(pts[i])) }, avoid, choose, out)
 	return nil
 }
 

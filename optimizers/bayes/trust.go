@@ -514,13 +514,21 @@ func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) b
 			xs = append(xs, o.encode(p))
 		}
 	}
-	ts := g.newTSBatch(xs)
+	o.thompsonPick(g.newTSBatch(xs), pts, k, nil, avoid, choose, out)
+	return nil
+}
+
+// thompsonPick chooses until out holds k points: each the candidate of pts
+// with the lowest value in a fresh joint sample of ts (one candidate once;
+// skip, if not nil, rules candidates out by index), or a random free point
+// once no candidate is left.
+func (o *Optimizer) thompsonPick(ts *tsBatch, pts []tunables.Point, k int, skip func(int) bool, avoid func(string) bool, choose func(tunables.Point), out *[]tunables.Point) {
 	used := make([]bool, len(pts))
 	for len(*out) < k {
 		f := ts.sample(o.rng)
 		best := -1
 		for i, v := range f {
-			if !used[i] && (best < 0 || v < f[best]) {
+			if !used[i] && (skip == nil || !skip(i)) && (best < 0 || v < f[best]) {
 				best = i
 			}
 		}
@@ -535,7 +543,6 @@ func (o *Optimizer) trSuggest(k int, pend []tunables.Point, avoid func(string) b
 		used[best] = true
 		choose(pts[best])
 	}
-	return nil
 }
 
 // trNumCandidates is TuRBO's number of candidates, min(5000,
