@@ -180,6 +180,24 @@ func (h *handles) last(t *testing.T) schedulers.Handle {
 	return h.hs[len(h.hs)-1]
 }
 
+// wait returns once a job has been recorded (the runner records it right
+// after the submission, which may come after the script has started).
+func (h *handles) wait(t *testing.T) {
+	t.Helper()
+	for i := 0; ; i++ {
+		h.mu.Lock()
+		n := len(h.hs)
+		h.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if i > 12000 {
+			t.Fatal("no job was recorded with the trial within 2 minutes")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func spec(id int, hs *handles) schedulers.Spec {
 	return schedulers.Spec{ExperimentID: "suite", TrialID: id, Params: map[string]string{}, Attach: hs.attach}
 }
@@ -263,6 +281,7 @@ func recoverJob(t *testing.T, h Harness) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := runAsync(ctx, x.runner(engines.Common{}), spec(1, hs))
 	x.waitRunning(t, 1)
+	hs.wait(t) // interrupted with its job recorded, as a resume finds it
 	cancel()
 	if out := waitOutcome(t, ch, 2*time.Minute); out.Status != trial.CANCELED || !strings.Contains(out.FailureReason, "left running") {
 		t.Fatalf("interrupted: %s %q, want CANCELED, the job left running", out.Status, out.FailureReason)
