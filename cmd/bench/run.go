@@ -135,7 +135,11 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	}
 	defer closeLog()
 	warnConfigs(stderr, l)
-	reapStale(stderr)
+	// What dead benches left running is reaped while the experiment is
+	// built (a /proc sweep, a few milliseconds), and before any trial or
+	// setup process starts: reaped waits for it.
+	reaped := reapStaleAsync(stderr)
+	defer reaped()
 
 	if args.CreateUpdateStorageSchemaOnly {
 		st, err := launcher.OpenStorage(ctx, l.Loader, l.Storage, l.Globals, false)
@@ -175,6 +179,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	if worker {
 		state = "worker"
 	}
+	reaped() // its message, if any, comes before the experiment's line, as before
 	fmt.Fprintf(stderr, "bench: experiment %q (%s) in %s\n", r.ExperimentID, state, r.Storage.Describe())
 	if r.CgroupNote != "" {
 		fmt.Fprintf(stderr, "bench: per-runner cgroups: %s\n", r.CgroupNote)
@@ -227,6 +232,17 @@ func reapStale(stderr io.Writer) {
 	if msg := launcher.ReapStale(); msg != "" {
 		fmt.Fprintln(stderr, "bench:", msg)
 	}
+}
+
+// reapStaleAsync is reapStale on its own goroutine; the function it
+// returns waits for it to end (any number of calls).
+func reapStaleAsync(stderr io.Writer) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reapStale(stderr)
+	}()
+	return func() { <-done }
 }
 
 // startGuard starts the watchdog that stops the trials' processes if bench
