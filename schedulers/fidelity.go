@@ -87,10 +87,10 @@ func (s *Scheduler) setupFidelity() error {
 		}
 		fr.aware = fa
 	}
-	if err := fr.setupRanker(s); err != nil { // fidelity_model.go
+	if err := fr.setupAcq(s); err != nil { // fidelity_acq.go
 		return err
 	}
-	if err := fr.setupAcq(s); err != nil { // fidelity_acq.go
+	if err := fr.setupRanker(s); err != nil { // fidelity_model.go
 		return err
 	}
 	if f.Promotion == PromotionContinue {
