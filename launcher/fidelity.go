@@ -48,7 +48,8 @@ func (r *Run) checkFidelity(cfg schedulers.Config) error {
 // checkFidelityOptimizer checks fidelity.promote_by and start "model"
 // against the optimizer (in provision, so bench validate says it too):
 // they need one that predicts at full fidelity
-// (optimizers.FidelityPredictor).
+// (optimizers.FidelityPredictor); start "acquisition" one that chooses
+// the fidelity (optimizers.FidelityChooser).
 func (r *Run) checkFidelityOptimizer(cfg schedulers.Config) error {
 	f := cfg.Fidelity
 	key := ""
@@ -59,6 +60,15 @@ func (r *Run) checkFidelityOptimizer(cfg schedulers.Config) error {
 		key = "promote_by"
 	case f.Start == schedulers.StartModel:
 		key = "start"
+	case f.Start == schedulers.StartAcquisition:
+		if schedulers.ChoosesFidelity(r.Optimizer) {
+			return nil
+		}
+		err := f.Ref.Child("start").Errorf("%s", schedulers.AcquisitionSettingError(r.Optimizer.Name()))
+		if f.Ref.Node() == nil {
+			return locateGlobal(r.Launch, "fidelity", err)
+		}
+		return err
 	default:
 		return nil
 	}

@@ -39,6 +39,8 @@ type fidelityRun struct {
 	aware   optimizers.FidelityAware // nil: the optimizer sees full fidelity only
 	// pred ranks promotions (promote_by "model"; nil: by observed values).
 	pred *fidelityRanker
+	// acq chooses where new configurations start (start "acquisition").
+	acq *fidelityAcq
 	// maxTrials is max_trials, counted in full-fidelity trials (0: none).
 	maxTrials int
 	// full counts the full-fidelity trials started (retries left out).
@@ -84,6 +86,9 @@ func (s *Scheduler) setupFidelity() error {
 			return fmt.Errorf("optimizer %s: fidelity: %w", s.opt.Name(), err)
 		}
 		fr.aware = fa
+	}
+	if err := fr.setupAcq(s); err != nil { // fidelity_acq.go
+		return err
 	}
 	if err := fr.setupRanker(s); err != nil { // fidelity_model.go
 		return err
@@ -195,6 +200,10 @@ func (d *dispatch) fidelityFirst(sg optimizers.Suggestion, tun **tunables.Groups
 	}
 	b, fv := f.plan.NextBracket()
 	direct := f.startFull(*tun) // fidelity_model.go
+	// start "acquisition" (fidelity_acq.go)
+	if ab, full, ok := f.startAcq(*tun); ok {
+		b, fv, direct = ab, f.plan.Fidelity(ab), full
+	}
 	if direct {
 		fv = f.plan.Fidelity(len(f.plan.Rungs()) - 1)
 	}

@@ -76,8 +76,9 @@ type FidelityConfig struct {
 	CheckpointStore string
 	// PromoteBy is PromoteByObserved (default) or PromoteByModel.
 	PromoteBy string
-	// Start is StartBracket (default) or StartModel, with
-	// StartConfidence in (0, 1) (default 0.5).
+	// Start is StartBracket (default), StartModel, with
+	// StartConfidence in (0, 1) (default 0.5), or StartAcquisition
+	// (fidelity_acq.go).
 	Start           string
 	StartConfidence float64
 	// Ref points at the key in the scheduler config (errors found once
@@ -244,8 +245,8 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 	choice("promotion", &f.Promotion, fmt.Sprintf("%q or %q", PromotionRerun, PromotionContinue), PromotionRerun, PromotionContinue)
 	choice("promote_by", &f.PromoteBy, fmt.Sprintf("%q (the values observed at the rung, ASHA's rule) or %q (the optimizer's predicted value at full fidelity)",
 		PromoteByObserved, PromoteByModel), PromoteByObserved, PromoteByModel)
-	choice("start", &f.Start, fmt.Sprintf("%q (the first rung of a Hyperband bracket) or %q (full fidelity when the optimizer's model is confident, else a bracket)",
-		StartBracket, StartModel), StartBracket, StartModel)
+	choice("start", &f.Start, fmt.Sprintf("%q (the first rung of a Hyperband bracket), %q (full fidelity when the optimizer's model is confident, else a bracket) or %q (the fidelity the optimizer's cost-aware acquisition chooses)",
+		StartBracket, StartModel, StartAcquisition), StartBracket, StartModel, StartAcquisition)
 	if v, ok := m["start_confidence"]; ok {
 		if c, isNum := number(v); !isNum || !(c > 0 && c < 1) {
 			bad(ref.Child("start_confidence"), "fidelity.start_confidence must be a number between 0 and 1 (exclusive), got %v", configs.PyStr(v))

@@ -256,7 +256,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	default:
 		var ok bool
 		if opt, ok = parseMFMethod(method); !ok {
-			return mfTrace{}, fmt.Errorf("unknown -mf method %q (known: hb-random, hb-bohb, hb-gp-fid, asha-gp-fid, and the last two with the suffixes %s)", method, mfSuffixes)
+			if opt, ok = parseMFAcq(method); !ok {
+				return mfTrace{}, fmt.Errorf("unknown -mf method %q (known: hb-random, hb-bohb, hb-gp-fid, asha-gp-fid, and the last two with the suffixes %s; %s)", method, mfSuffixes, mfAcqMethods)
+			}
 		}
 		if opt.asha {
 			cfg.Brackets = 1
@@ -310,7 +312,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 						return tr, err
 					}
 				}
-				if full {
+				if opt.acq > 0 {
+					j, err = gf.acqStart(pl, k, x, opt.acq)
+				} else if full {
 					j, err = pl.AddFull(k)
 				} else {
 					j, err = pl.Add(k, b)

@@ -35,6 +35,7 @@ type mfOptions struct {
 	min   float64 // 0: the problem's
 	model bool
 	start float64 // 0: off; else the confidence in (0, 1)
+	acq   float64 // 0: off; else κ of the cost-aware start (mf_acq.go)
 }
 
 // parseMFMethod reads "hb-gp-fid" / "asha-gp-fid" and its suffixes.

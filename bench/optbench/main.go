@@ -99,7 +99,7 @@ func run(args []string, w io.Writer) error {
 	curveScale := fs.Float64("curve-scale", 1, "with -hyperband: multiply the learning curve's offset and noise (1: as -prune)")
 	mfArg := fs.String("mf", "", "instead: the multi-fidelity benchmark with schedulers/hyperband and 4 runners on these problems, e.g. lcnet,branin,hartmann6 (see hyperband_mf.go)")
 	mfBudget := fs.Int("mf-budget", 0, "with -mf: full-fidelity GP's trials (0: lcnet 50, branin/hartmann6 40)")
-	mfMeths := fs.String("mf-methods", strings.Join(mfMethods, ","), "with -mf: the multi-fidelity methods (gp-fid ones take the suffixes "+mfSuffixes+")")
+	mfMeths := fs.String("mf-methods", strings.Join(mfMethods, ","), "with -mf: the multi-fidelity methods (gp-fid ones take the suffixes "+mfSuffixes+"; "+mfAcqMethods+")")
 	mfContinue := fs.Bool("mf-continue", false, "with -mf: a promotion continues the run (pays the difference) instead of re-running it")
 	refineArg := fs.String("refine", "", "with -noise: instead, the local refinement (noise_refine.go), e.g. design=0.2,k=2,radius=0.5")
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")

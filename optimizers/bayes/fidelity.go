@@ -31,8 +31,9 @@ import (
 // whose model also proposes configurations while the bracket schedule
 // decides their budgets (BOHB fits a separate KDE on the highest fidelity
 // with enough points; the GP instead learns from every fidelity at once).
-// Cost-aware acquisitions that also choose the fidelity (multi-fidelity
-// knowledge gradient, MF-MES) are not implemented.
+// A cost-aware choice of the fidelity a configuration starts at is in
+// mf_acq.go (BOCA's rule, ChooseFidelity); the multi-fidelity knowledge
+// gradient and MF-MES are not implemented.
 //
 // The trust region (trust.go) is off in this mode: its centre, the best
 // observation, may be a low-fidelity one.
