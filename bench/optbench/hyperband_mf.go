@@ -254,9 +254,10 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		prop = &mfBOHB{p: p, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 5)), rs: newRandomSearch(p.dims, seed),
 			gps: map[int]*bayes.Optimizer{}, count: map[int]int{}}
 	default:
+		base, decay := mfSplitDecay(method)
 		var ok bool
-		if opt, ok = parseMFMethod(method); !ok {
-			if opt, ok = parseMFAcq(method); !ok {
+		if opt, ok = parseMFMethod(base); !ok {
+			if opt, ok = parseMFAcq(base); !ok {
 				return mfTrace{}, fmt.Errorf("unknown -mf method %q (known: hb-random, hb-bohb, hb-gp-fid, asha-gp-fid, and the last two with the suffixes %s; %s)", method, mfSuffixes, mfAcqMethods)
 			}
 		}
@@ -267,6 +268,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 			cfg.Min = opt.min
 		}
 		if prop, err = newGPFid(p, seed, cfg.Min); err != nil {
+			return mfTrace{}, err
+		}
+		if err := mfSetDecay(prop.(*mfGPFid), decay); err != nil {
 			return mfTrace{}, err
 		}
 	}

@@ -433,7 +433,7 @@ func (o *Optimizer) prepareModel(y []float64) error {
 		}
 	}
 	var err error
-	o.g, o.baseN, err = syncGP(o.g, o.baseN, o.cat, o.theta, xs, cnt, y)
+	o.g, o.baseN, err = o.syncModel(xs, cnt, y)
 	return err
 }
 
@@ -489,6 +489,7 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		xs, cnt, y = sx, sc, standardize(sy)
 	}
 	pr := o.noisePriors()
+	pr.ftk = o.pr.ftk
 	if o.hist.Len() >= sparseUntilFactor*o.sp.Len() {
 		// The sparse prior finds the few dimensions that matter from few
 		// points; with more, it switches off dimensions that matter only

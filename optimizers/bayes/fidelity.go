@@ -167,8 +167,7 @@ func (o *Optimizer) incumbentAt(g *gp) float64 {
 func (g *gp) mean(x []float64) float64 {
 	mu := 0.0
 	for i := range g.n {
-		k, _ := matern(g.r2(x, g.row(i)), g.sig2)
-		mu += k * g.alpha[i]
+		mu += g.kern(x, g.row(i)) * g.alpha[i]
 	}
 	return mu
 }

@@ -34,6 +34,9 @@ type priors struct {
 	// no longer matter to the model nor attract exploration. Measured on
 	// Branin embedded in 30-D (docs/optimizers-algorithms.md).
 	sparse bool
+	// ftk adds the learning-curve term along the fidelity (ftk.go), with
+	// three more hyperparameters after log σ_n².
+	ftk *ftkSpec
 }
 
 // Prior constants (inputs in [0,1], standardized targets).
@@ -125,6 +128,7 @@ type fitData struct {
 
 	kf, dk, l []float64 // scratch: pair kernel values, dk/dr², n×n factor
 	alpha     []float64
+	ft        *ftkFit // nil: no learning-curve term (ftk.go)
 }
 
 func newFitData(xs [][]float64, cnt, y []float64, cat []bool, pr priors) *fitData {
@@ -133,6 +137,9 @@ func newFitData(xs [][]float64, cnt, y []float64, cat []bool, pr priors) *fitDat
 	f := &fitData{n: n, d: d, cat: cat, y: y, cnt: cnt, pr: pr,
 		delta: make([][]float64, d), kf: make([]float64, np), dk: make([]float64, np),
 		l: make([]float64, n*n), alpha: make([]float64, n)}
+	if pr.ftk != nil {
+		f.ft = newFTKFit(xs, pr.ftk.fi)
+	}
 	for k := range d {
 		f.delta[k] = make([]float64, np)
 	}
@@ -159,7 +166,7 @@ func newFitData(xs [][]float64, cnt, y []float64, cat []bool, pr priors) *fitDat
 // and, when grad is not nil, its gradient.
 func (f *fitData) negLogPost(th hyper, grad []float64) float64 {
 	n, d := f.n, f.d
-	m := d + 2
+	m := len(f.pr.mu)
 	tc := make([]float64, m)
 	obj := 0.0
 	if grad != nil {
@@ -217,6 +224,9 @@ func (f *fitData) negLogPost(th hyper, grad []float64) float64 {
 			}
 			f.l[i*n+i] = sig2 + noise/f.cnt[i] + jit*sig2
 		}
+		if f.ft != nil {
+			f.ft.add(tc, d, n, f.l)
+		}
 		t, ok = lapack64.Potrf(blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: f.l})
 		if ok {
 			break
@@ -273,6 +283,9 @@ func (f *fitData) negLogPost(th hyper, grad []float64) float64 {
 	}
 	if th[d+1] == tc[d+1] {
 		grad[d+1] -= gnoise
+	}
+	if f.ft != nil {
+		f.ft.grad(th, tc, d, n, f.alpha, f.l, grad)
 	}
 	return obj
 }
