@@ -101,6 +101,7 @@ func run(args []string, w io.Writer) error {
 	mfBudget := fs.Int("mf-budget", 0, "with -mf: full-fidelity GP's trials (0: lcnet 50, branin/hartmann6 40)")
 	mfMeths := fs.String("mf-methods", strings.Join(mfMethods, ","), "with -mf: the multi-fidelity methods (gp-fid ones take the suffixes "+mfSuffixes+"; "+mfAcqMethods+")")
 	mfContinue := fs.Bool("mf-continue", false, "with -mf: a promotion continues the run (pays the difference) instead of re-running it")
+	mfModel := fs.Bool("mf-model-check", false, "with -mf: instead of the benchmark, the GPs' full-fidelity predictions (stationary and decay kernels) against the truth (mf_ftk.go)")
 	refineArg := fs.String("refine", "", "with -noise: instead, the local refinement (noise_refine.go), e.g. design=0.2,k=2,radius=0.5")
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")
 	if err := fs.Parse(args); err != nil {
@@ -147,6 +148,14 @@ func run(args []string, w io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(w, "optbench -mf: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
+		if *mfModel {
+			for _, p := range probs {
+				if err := mfModelCheck(w, cfg, p); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		for _, p := range probs {
 			if err := benchMF(w, cfg, p, splitList(*mfMeths), *mfContinue); err != nil {
 				return err

@@ -3,6 +3,7 @@ package bayes
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -241,5 +242,31 @@ func TestSetFidelityKernelErrors(t *testing.T) {
 	}
 	if len(o.theta) != 4+5 {
 		t.Errorf("θ has %d entries, want 9 (with the curve term's 3)", len(o.theta))
+	}
+}
+
+// TestSetFidelityKernelRestoresPriors: "decay" holds the fidelity's
+// lengthscale at its upper bound and adds three hyperparameters;
+// "stationary" gives the default priors back exactly.
+func TestSetFidelityKernelRestoresPriors(t *testing.T) {
+	o, err := New(fidDims(), Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetFidelity(3, 1); err != nil {
+		t.Fatal(err)
+	}
+	mu, lo, hi := slices.Clone(o.pr.mu), slices.Clone(o.pr.lo), slices.Clone(o.pr.hi)
+	if err := o.SetFidelityKernel("decay"); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.pr.mu) != len(mu)+3 || o.pr.lo[3] != o.pr.hi[3] || o.pr.mu[3] != o.pr.hi[3] {
+		t.Errorf("decay priors: mu %v lo %v hi %v", o.pr.mu, o.pr.lo, o.pr.hi)
+	}
+	if err := o.SetFidelityKernel("stationary"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.pr.mu, mu) || !slices.Equal(o.pr.lo, lo) || !slices.Equal(o.pr.hi, hi) {
+		t.Errorf("priors not restored: mu %v lo %v hi %v", o.pr.mu, o.pr.lo, o.pr.hi)
 	}
 }
