@@ -90,6 +90,9 @@ func (s *Scheduler) setupFidelity() error {
 	if err := fr.setupAcq(s); err != nil { // fidelity_acq.go
 		return err
 	}
+	if err := fr.setupKernel(s); err != nil { // fidelity_ftk.go
+		return err
+	}
 	if err := fr.setupRanker(s); err != nil { // fidelity_model.go
 		return err
 	}
