@@ -48,6 +48,7 @@ func (f *fidelityRun) setupKernel(s *Scheduler) error {
 	if err := ks.SetFidelityKernel(f.cfg.Kernel); err != nil {
 		return f.cfg.Ref.Child("kernel").Errorf("fidelity.kernel: optimizer %s: %v", s.opt.Name(), err)
 	}
+	s.log.Info("multi-fidelity: the optimizer's kernel along the fidelity", "kernel", f.cfg.Kernel)
 	return nil
 }
 
