@@ -167,7 +167,11 @@ func (o *Optimizer) incumbentAt(g *gp) float64 {
 func (g *gp) mean(x []float64) float64 {
 	mu := 0.0
 	for i := range g.n {
-		mu += g.kern(x, g.row(i)) * g.alpha[i]
+		k, _ := matern(g.r2(x, g.row(i)), g.sig2)
+		if g.ft != nil {
+			k += g.curve(x, g.row(i))
+		}
+		mu += k * g.alpha[i]
 	}
 	return mu
 }

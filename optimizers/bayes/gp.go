@@ -166,9 +166,16 @@ func (g *gp) factor() bool {
 	for i := range n {
 		xi := g.row(i)
 		for j := range i {
-			g.l[i*c+j] = g.kern(xi, g.row(j))
+			k, _ := matern(g.r2(xi, g.row(j)), g.sig2)
+			if g.ft != nil {
+				k += g.curve(xi, g.row(j))
+			}
+			g.l[i*c+j] = k
 		}
-		g.l[i*c+i] = g.sig2 + g.curve(xi, xi) + g.nv[i] + g.jitter
+		g.l[i*c+i] = g.sig2 + g.nv[i] + g.jitter
+		if g.ft != nil {
+			g.l[i*c+i] += g.curve(xi, xi)
+		}
 	}
 	if n == 0 {
 		return true
@@ -209,10 +216,17 @@ func (g *gp) appendPoint(x []float64, nv, y float64) {
 	n, c := g.n, g.capN
 	rowL := g.l[n*c : n*c+n+1]
 	for j := range n {
-		rowL[j] = g.kern(x, g.row(j))
+		k, _ := matern(g.r2(x, g.row(j)), g.sig2)
+		if g.ft != nil {
+			k += g.curve(x, g.row(j))
+		}
+		rowL[j] = k
 	}
 	g.solveL(n, rowL[:n])
-	d2 := g.sig2 + g.curve(x, x) + nv + g.jitter
+	d2 := g.sig2 + nv + g.jitter
+	if g.ft != nil {
+		d2 += g.curve(x, x)
+	}
 	for j := range n {
 		d2 -= rowL[j] * rowL[j]
 	}
@@ -233,10 +247,16 @@ func (g *gp) predict(x []float64) (mu, v float64) {
 	n := g.n
 	k := g.kbuf[:n]
 	for i := range n {
-		k[i] = g.kern(x, g.row(i))
+		k[i], _ = matern(g.r2(x, g.row(i)), g.sig2)
+		if g.ft != nil {
+			k[i] += g.curve(x, g.row(i))
+		}
 		mu += k[i] * g.alpha[i]
 	}
-	v = g.sig2 + g.curve(x, x)
+	v = g.sig2
+	if g.ft != nil {
+		v += g.curve(x, x)
+	}
 	if n > 0 {
 		g.solveL(n, k)
 		v -= blas64.Dot(blas64.Vector{N: n, Inc: 1, Data: k}, blas64.Vector{N: n, Inc: 1, Data: k})
@@ -251,12 +271,17 @@ func (g *gp) predictGrad(x []float64, dims []int, dmu, dv []float64) (mu, v floa
 	k, dk := g.kbuf[:n], g.dkbuf[:n]
 	for i := range n {
 		k[i], dk[i] = matern(g.r2(x, g.row(i)), g.sig2)
-		k[i] += g.curve(x, g.row(i))
+		if g.ft != nil {
+			k[i] += g.curve(x, g.row(i))
+		}
 		mu += k[i] * g.alpha[i]
 	}
 	b := g.bbuf[:n]
 	copy(b, k)
-	v = g.sig2 + g.curve(x, x)
+	v = g.sig2
+	if g.ft != nil {
+		v += g.curve(x, x)
+	}
 	if n > 0 {
 		g.solveL(n, b)
 		v -= blas64.Dot(blas64.Vector{N: n, Inc: 1, Data: b}, blas64.Vector{N: n, Inc: 1, Data: b})
