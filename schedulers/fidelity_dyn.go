@@ -101,6 +101,7 @@ func (f *fidelityRun) setupDyn(s *Scheduler) error {
 	}
 	f.dynOpt = fp
 	warn := s.log.Warn
+	s.log.Info("fidelity: planner=dyhpo: a paused configuration is continued, or a new one started, by the model's expected improvement at its next fidelity", "continued", f.cfg.Promotion == PromotionContinue)
 	return f.plan.SetDynamic(hyperband.Dynamic[string]{
 		Continued: f.cfg.Promotion == PromotionContinue,
 		Predict: func(keys []string, rungs []int) ([]hyperband.Prediction, bool) {
@@ -165,11 +166,11 @@ func (d *dispatch) fidelityDynFirst(id int, tun *tunables.Groups) (handled bool,
 
 // fidelityDynRefill is fidelityRefill for planner "dyhpo": while the
 // optimizer suggests, the decisions are made with each suggestion
-// (fidelityDynFirst); once it has nothing more to suggest, the paused
-// configurations are continued, the highest acquisition first, until
-// max_trials full-fidelity trials have started or none is left below
-// max, so that the run ends with its best configurations at full
-// fidelity.
+// (fidelityDynFirst); once it has nothing more to suggest, the model's
+// favourite (the best predicted value at max among the configurations
+// not running) is continued a rung at a time until it is at max
+// (hyperband Finish), so that the run ends with the configuration the
+// model expects to be best measured at full fidelity.
 func (d *dispatch) fidelityDynRefill(want int) (handled, progressed bool, err error) {
 	f := d.s.fid
 	if d.notDone() {
@@ -177,25 +178,25 @@ func (d *dispatch) fidelityDynRefill(want int) (handled, progressed bool, err er
 	}
 	n := 0
 	for n < want && !f.capped() {
-		dec, err := f.plan.Next(hyperband.Prediction{}, false)
-		if err != nil || !dec.Continue {
+		j, ok := f.plan.Finish()
+		if !ok {
 			break
 		}
-		spec, err := d.fidelitySpec(dec.Job)
+		spec, err := d.fidelitySpec(j)
 		if err != nil {
 			return true, n > 0, err
 		}
-		d.s.log.Info("fidelity: continuing a paused configuration (the optimizer has nothing more to suggest)", "rung", dec.Job.Rung, "fidelity", fidelityText(dec.Job.Fidelity))
+		d.s.log.Info("fidelity: continuing the configuration the model expects to be best towards max (the optimizer has nothing more to suggest)", "rung", j.Rung, "fidelity", fidelityText(j.Fidelity))
 		d.queue = append(d.queue, item{spec: &spec})
 		n++
 	}
 	return n > 0 || f.capped(), n > 0, nil
 }
 
-// fidelityDynMore is fidelityMore for planner "dyhpo": continuations are
-// still due once the optimizer has nothing more to suggest while some
-// configuration is paused below max (fidelityDynRefill).
+// fidelityDynMore is fidelityMore for planner "dyhpo": the model's
+// favourite is still to be continued once the optimizer has nothing more
+// to suggest (fidelityDynRefill).
 func (d *dispatch) fidelityDynMore() bool {
 	f := d.s.fid
-	return !d.s.o.Worker && d.stopErr == nil && !f.capped() && !d.stopFired() && !d.notDone() && len(f.plan.Paused()) > 0
+	return !d.s.o.Worker && d.stopErr == nil && !f.capped() && !d.stopFired() && !d.notDone() && f.plan.Finishing()
 }

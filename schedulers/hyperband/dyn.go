@@ -207,3 +207,64 @@ func expectedImprovement(mu, sd, inc float64) float64 {
 	pdf := math.Exp(-0.5*z*z) / math.Sqrt(2*math.Pi)
 	return max(d*cdf+sd*pdf, 0)
 }
+
+// Finish continues the model's favourite to max once no new configuration
+// will come (dynamic mode; the caller's optimizer has nothing more to
+// suggest): among the configurations that are not running and whose last
+// run succeeded, the one with the lowest predicted value at max (ties:
+// the lower key) is continued by one rung when it is below max; false
+// when it is already at max (the answer is measured), when nothing is
+// left, or without a model. Called until false, it runs the favourite up
+// the rungs, a rung at a time, as its predictions change.
+func (p *Planner[K]) Finish() (Job[K], bool) {
+	k, ok := p.favourite()
+	if !ok {
+		return Job[K]{}, false
+	}
+	e := p.entries[k]
+	e.rung, e.running = e.rung+1, true
+	return Job[K]{Key: k, Bracket: e.bracket, Rung: e.rung, Fidelity: p.rungs[e.rung], Promoted: true}, true
+}
+
+// Finishing reports whether Finish would continue a configuration.
+func (p *Planner[K]) Finishing() bool {
+	_, ok := p.favourite()
+	return ok
+}
+
+// favourite is Finish's choice, without recording it.
+func (p *Planner[K]) favourite() (K, bool) {
+	var zero K
+	if p.dyn == nil {
+		return zero, false
+	}
+	top := len(p.rungs) - 1
+	var keys []K
+	for k, e := range p.entries {
+		if s, ok := e.scores[e.rung]; !e.running && ok && !math.IsInf(s, 1) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return zero, false
+	}
+	slices.Sort(keys)
+	rungs := make([]int, len(keys))
+	for i := range rungs {
+		rungs[i] = top
+	}
+	pred, ok := p.dyn.Predict(keys, rungs)
+	if !ok || len(pred) != len(keys) {
+		return zero, false
+	}
+	best := -1
+	for i := range keys {
+		if !math.IsNaN(pred[i].Mean) && (best < 0 || pred[i].Mean < pred[best].Mean) {
+			best = i
+		}
+	}
+	if best < 0 || p.entries[keys[best]].rung >= top {
+		return zero, false
+	}
+	return keys[best], true
+}

@@ -308,3 +308,43 @@ func TestDynamicResumeMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicFinish: once no new configuration will come, Finish continues
+// the configuration with the best predicted value at max, a rung at a
+// time, while it is below max; it skips running and failed ones, stops
+// when the favourite is at max, and does nothing without a model or
+// outside dynamic mode.
+func TestDynamicFinish(t *testing.T) {
+	at := func(mean float64) map[int]Prediction { return map[int]Prediction{3: {Mean: mean, SD: 0.1}} }
+	tb := table{1: at(0.5), 2: at(0.2), 3: at(0.1), 4: at(0.3)}
+	p := dynPlanner(t, 4, Dynamic[int]{Predict: tb.predict})
+	_ = p.Report(3, 0, math.Inf(1)) // 3 failed: never continued
+	job := func(k, r int) Job[int] { return Job[int]{Key: k, Rung: r, Fidelity: p.Fidelity(r), Promoted: true} }
+	for i, want := range []Job[int]{job(2, 1), job(4, 1)} { // 2 runs: the next favourite goes on
+		if j, ok := p.Finish(); !ok || j != want {
+			t.Fatalf("Finish %d: %+v %v, want %+v", i, j, ok, want)
+		}
+	}
+	_ = p.Report(2, 1, 0.2)
+	_ = p.Report(4, 1, 0.3)
+	for r := 2; r <= 3; r++ {
+		if j, ok := p.Finish(); !ok || j != job(2, r) {
+			t.Fatalf("Finish to rung %d: %+v %v", r, j, ok)
+		}
+		_ = p.Report(2, r, 0.2)
+	}
+	if p.Finishing() {
+		t.Error("finishing with the favourite at max")
+	}
+	if j, ok := p.Finish(); ok {
+		t.Errorf("favourite at max, yet %+v continued", j)
+	}
+	none := func([]int, []int) ([]Prediction, bool) { return nil, false }
+	if p := dynPlanner(t, 2, Dynamic[int]{Predict: none}); p.Finishing() {
+		t.Error("finishing without a model")
+	}
+	q, _ := New[int](Config{Min: 1, Max: 27, Eta: 3, Brackets: 1})
+	if _, ok := q.Finish(); ok {
+		t.Error("Finish outside dynamic mode")
+	}
+}
