@@ -42,23 +42,7 @@ func (o *Optimizer) PredictAt(xs []tunables.Point) (pred []Prediction, incumbent
 			return nil, nil, false, fmt.Errorf("point %d: %w", i, err)
 		}
 	}
-	succeeded := 0
-	for _, e := range o.hist.Entries() {
-		if e.N > 0 {
-			succeeded++
-		}
-	}
-	if succeeded < 2 {
-		return nil, nil, false, nil
-	}
-	var lam []float64
-	if o.m > 1 {
-		lam = make([]float64, o.m)
-		for j := range lam {
-			lam[j] = 1 / float64(o.m)
-		}
-	}
-	if err := o.prepareModel(o.targets(lam)); err != nil {
+	if ok, err := o.fidelityModel(); !ok || err != nil {
 		return nil, nil, false, err
 	}
 	g := o.g
@@ -85,4 +69,31 @@ func (o *Optimizer) PredictAt(xs []tunables.Point) (pred []Prediction, incumbent
 		incumbent[i] = inc
 	}
 	return pred, incumbent, true, nil
+}
+
+// fidelityModel brings the model up to date for predictions (PredictFull,
+// PredictAt), as Suggest would (a hyperparameter refit when one is due);
+// false before the model exists (fewer than 2 successful observations).
+// The caller holds o.mu and has checked that a fidelity is set.
+func (o *Optimizer) fidelityModel() (bool, error) {
+	succeeded := 0
+	for _, e := range o.hist.Entries() {
+		if e.N > 0 {
+			succeeded++
+		}
+	}
+	if succeeded < 2 {
+		return false, nil
+	}
+	var lam []float64
+	if o.m > 1 {
+		lam = make([]float64, o.m)
+		for j := range lam {
+			lam[j] = 1 / float64(o.m)
+		}
+	}
+	if err := o.prepareModel(o.targets(lam)); err != nil {
+		return false, err
+	}
+	return true, nil
 }
