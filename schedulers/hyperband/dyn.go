@@ -24,10 +24,13 @@ import (
 // deviation, incumbent, all lower-better and on one scale per fidelity)
 // come from the caller's model through a Predictor; the planner stays
 // pure. With PerCost the EI is divided by the fidelity the run costs (the
-// difference for a continued run, the whole rung for a re-run or a start).
+// difference for a continued run, the whole rung for a re-run or a start;
+// measured in bench/optbench, not offered by the scheduler).
 //
 // Promotion and Promotable answer nothing in this mode: continuations are
-// made by Next only. A planner rebuilt with Resume (bracket 0) and Report
+// made by Next only, and, once no new configuration will come, by Finish
+// (the model's favourite at max is continued until it is measured there).
+// A planner rebuilt with Resume (bracket 0) and Report
 // makes the same decisions as one that never stopped when its predictor
 // gives the same predictions.
 
