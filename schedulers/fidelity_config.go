@@ -81,6 +81,9 @@ type FidelityConfig struct {
 	// (fidelity_acq.go).
 	Start           string
 	StartConfidence float64
+	// Planner is "" (PlannerHyperband, the default) or PlannerDyHPO
+	// (fidelity_dyn.go).
+	Planner string
 	// Ref points at the key in the scheduler config (errors found once
 	// the tunables are known point there).
 	Ref source.Ref
@@ -99,6 +102,7 @@ var fidelityKeys = map[string]bool{"param": true, "min": true, "max": true, "eta
 	"promotion": true, "checkpoint_dir": true, "promote_by": true,
 	"start": true, "start_confidence": true,
 	"checkpoint_store": true, // fidelity_store.go
+	"planner":          true, // fidelity_dyn.go
 }
 
 // withFidelityDefaults adds the fidelity key to a scheduler's defaults.
@@ -261,6 +265,7 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 		}
 	}
 	errs = append(errs, decodeCheckpointStore(m, ref, &f)...) // fidelity_store.go
+	errs = append(errs, decodePlanner(m, ref, &f)...)         // fidelity_dyn.go
 	// What it does not combine with, refused rather than half-working.
 	switch {
 	case out.Pruner.Kind != "":
