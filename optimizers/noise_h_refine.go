@@ -49,10 +49,10 @@ func (m *MlosCore) stagedEngine() (stagedEngine, error) {
 }
 
 // RefineSettled reports whether the search has settled (bayes'
-// SearchSettled with a factor of one noise standard deviation).
+// SearchSettled with bayes.StagedSettledFactor).
 func (m *MlosCore) RefineSettled() bool {
 	e, err := m.stagedEngine()
-	return err == nil && e.SearchSettled(1)
+	return err == nil && e.SearchSettled(bayes.StagedSettledFactor)
 }
 
 // RefineStageDesign returns the next round's n configurations of the

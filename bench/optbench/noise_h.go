@@ -12,8 +12,8 @@ import (
 // the noise-aware GP searches for N − L − k·M evaluations (L =
 // bayes.StagedShare·N); if its search has then settled
 // (bayes.Optimizer.SearchSettled: the expected improvement at its next
-// point below one noise standard deviation, and a model whose noise is
-// not most of the variation), L evaluations of a local design in
+// point below bayes.StagedSettledFactor noise standard deviations, and a
+// model whose noise is not most of the variation), L evaluations of a local design in
 // bayes.StagedStages rounds, each around the posterior mean's minimiser
 // in the previous round's box, then a confirmation of the last minimiser
 // and the best observed point (k = 2, M rounds each, interleaved), the
@@ -33,7 +33,7 @@ func stagedRefineCfg() refineCfg {
 // settled) and the lowest true value measured.
 func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure func(tunables.Point) error,
 	truth func(tunables.Point) float64, bestTrue func() float64) (float64, float64, float64, error) {
-	if !o.SearchSettled(1) {
+	if !o.SearchSettled(bayes.StagedSettledFactor) {
 		for range budget - search {
 			pts, err := o.Suggest(1, nil)
 			if err != nil {

@@ -69,6 +69,13 @@ const (
 	StagedStages = 3
 	StagedRadius = 0.75
 	StagedShrink = 0.5
+	// StagedSettledFactor is the SearchSettled factor the staged
+	// refinement asks with: the expected improvement below 0.7 noise
+	// standard deviations (measured against 1 and 0.5 in
+	// docs/optimizers-algorithms.md: at 1, Levy-10 seeds whose search was
+	// not done were refined and lost; at 0.5, Hartmann6 seeds that were
+	// ready were not refined).
+	StagedSettledFactor = 0.7
 	// StagedShare is the share of the budget the stages take in
 	// bench/optbench (the confirmation comes on top: 60 search + 30
 	// staged design + 2×5 confirmation at 100).
