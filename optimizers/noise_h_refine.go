@@ -19,12 +19,13 @@ const (
 // StagedRefiner is an optimizer that can refine in stages (the
 // noise-aware Bayesian optimizer; the scheduler's confirm_refine_mode
 // "staged"): RefineSettled says whether its search has settled (the
-// expected improvement at its next point is below the noise, on a model
-// whose noise is not most of the variation); RefineStageDesign returns the
-// next round's n configurations (the first round around the model's
-// best, each later one around the minimiser of the posterior mean in the
-// previous round's box, which must have been observed); RefineStagedBest
-// returns the minimiser of the posterior mean in the last round's box.
+// expected improvement at its next point is below 0.7 noise standard
+// deviations, on a model whose noise is not most of the variation);
+// RefineStageDesign returns the next round's n configurations (the first
+// round around the model's best, each later one around the minimiser of
+// the posterior mean in the previous round's box, which must have been
+// observed); RefineStagedBest returns the minimiser of the posterior mean
+// in the last round's box.
 type StagedRefiner interface {
 	RefineSettled() bool
 	RefineStageDesign(n int) ([]map[string]any, error)
