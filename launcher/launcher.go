@@ -263,6 +263,9 @@ func (r *Run) provision(ctx context.Context, o Options, v *ValidateOptions) (sto
 	if err := r.checkFidelityOptimizer(schedCfg); err != nil { // fidelity.go
 		return storage.Config{}, err
 	}
+	if err := r.checkFidelityPlanner(schedCfg); err != nil { // fidelity_dyn.go
+		return storage.Config{}, err
+	}
 	if err := r.checkFidelityKernel(schedCfg); err != nil { // fidelity_ftk.go
 		return storage.Config{}, err
 	}

@@ -75,6 +75,7 @@ type MlosCore struct {
 	opts             engineOptions      // how eng was built (SetFidelity builds another)
 	observed         []algo.Observation // what eng was given (SetFidelity replays it)
 	fidStash         []Prior            // priors at a fidelity before SetFidelity
+	staged           *bayes.Staged      // noise_h_refine.go: the staged refinement, once begun
 }
 
 // DeclaredDefaultsKey is the bench-only MlosCoreOptimizer config key that

@@ -47,6 +47,8 @@ type fidelityRun struct {
 	full   int
 	chains map[string]*fidChain
 	root   string // checkpoint root (promotion continue), absolute
+	// dynOpt predicts at every fidelity (planner "dyhpo", fidelity_dyn.go).
+	dynOpt optimizers.FidelityAtPredictor
 }
 
 // fidChain is one configuration of the plan.
@@ -94,6 +96,9 @@ func (s *Scheduler) setupFidelity() error {
 		return err
 	}
 	if err := fr.setupRanker(s); err != nil { // fidelity_model.go
+		return err
+	}
+	if err := fr.setupDyn(s); err != nil { // fidelity_dyn.go
 		return err
 	}
 	if f.Promotion == PromotionContinue {
@@ -201,6 +206,9 @@ func (d *dispatch) fidelityFirst(sg optimizers.Suggestion, tun **tunables.Groups
 		d.withdraw(sg.ID)
 		return nil, true, nil
 	}
+	if cont, err := d.fidelityDynFirst(sg.ID, *tun); cont || err != nil { // fidelity_dyn.go: or continue a paused one
+		return nil, true, err
+	}
 	b, fv := f.plan.NextBracket()
 	direct := f.startFull(*tun) // fidelity_model.go
 	// start "acquisition" (fidelity_acq.go)
@@ -268,6 +276,9 @@ func (d *dispatch) fidelityRefill(want int) (handled, progressed bool, err error
 	if f.capped() || d.stopFired() {
 		return true, false, nil
 	}
+	if f.plan.IsDynamic() {
+		return d.fidelityDynRefill(want) // fidelity_dyn.go
+	}
 	n := 0
 	for n < want && !f.capped() {
 		j, ok := f.plan.Promotion()
@@ -316,6 +327,9 @@ func (d *dispatch) fidelityFeed(ctx context.Context, need int) (int, error) {
 // over while they are).
 func (d *dispatch) fidelityMore() bool {
 	f := d.s.fid
+	if f != nil && f.plan.IsDynamic() {
+		return d.fidelityDynMore() // fidelity_dyn.go
+	}
 	return f != nil && !d.s.o.Worker && d.stopErr == nil && !f.capped() && !d.stopFired() && f.plan.Promotable()
 }
 

@@ -81,6 +81,9 @@ type FidelityConfig struct {
 	// (fidelity_acq.go).
 	Start           string
 	StartConfidence float64
+	// Planner is "" (PlannerHyperband, the default) or PlannerDyHPO
+	// (fidelity_dyn.go).
+	Planner string
 	// Kernel is the optimizer model's kernel along the fidelity:
 	// "" or KernelStationary (default), KernelDecay (fidelity_ftk.go).
 	Kernel string
@@ -102,6 +105,7 @@ var fidelityKeys = map[string]bool{"param": true, "min": true, "max": true, "eta
 	"promotion": true, "checkpoint_dir": true, "promote_by": true,
 	"start": true, "start_confidence": true,
 	"checkpoint_store": true, // fidelity_store.go
+	"planner":          true, // fidelity_dyn.go
 	"kernel":           true, // fidelity_ftk.go
 }
 
@@ -265,6 +269,7 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 		}
 	}
 	errs = append(errs, decodeCheckpointStore(m, ref, &f)...) // fidelity_store.go
+	errs = append(errs, decodePlanner(m, ref, &f)...)         // fidelity_dyn.go
 	errs = append(errs, decodeFidelityKernel(m, ref, &f)...)  // fidelity_ftk.go
 	// What it does not combine with, refused rather than half-working.
 	switch {

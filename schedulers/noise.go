@@ -58,6 +58,10 @@ type NoiseConfig struct {
 	// the posterior mean there first (refine.go; confirm_refine, 0: off;
 	// needs noise_aware, SMAC and confirm_top_k).
 	ConfirmRefine int
+	// ConfirmRefineMode is "design" (default) or "staged": the refinement
+	// in rounds, only once the search has settled (refine_staged.go;
+	// confirm_refine_mode, bench only).
+	ConfirmRefineMode string
 	// Racing repeats a configuration (up to trial_config_repeat_count
 	// runs) only while it could be the best (racing.go; racing, default
 	// false). RepeatSpread "interleaved" queues each repeat behind the
@@ -91,6 +95,7 @@ func noiseDefaults() map[string]any {
 		"confirm_top_k":         int64(0),
 		"confirm_repeats":       int64(5),
 		"confirm_refine":        int64(0),
+		"confirm_refine_mode":   optimizers.RefineModeDesign,
 		"confirm_now":           false,
 		"racing":                false,
 		"repeat_spread":         SpreadBackToBack,
@@ -171,6 +176,7 @@ func decodeNoise(cfg map[string]any, bad func(key, format string, args ...any)) 
 		bad("repeat_spread", "repeat_spread must be %q (default, as mlos_bench) or %q, got %v", SpreadBackToBack, SpreadInterleaved, configs.PyStr(cfg["repeat_spread"]))
 	}
 	n.NoiseSearch = decodeNoiseSearch(cfg, n.NoiseAware, bad)
+	n.ConfirmRefineMode = decodeRefineMode(cfg, n, bad) // refine_staged.go
 	n.Aggregate = map[string]aggregate.Policy{}
 	switch a := cfg["repeat_aggregate"].(type) {
 	case string:

@@ -26,6 +26,9 @@ func (d *dispatch) refinePhase(ctx context.Context, all []storage.Trial) (map[st
 	if n.ConfirmRefine <= 0 {
 		return nil, nil
 	}
+	if n.ConfirmRefineMode == optimizers.RefineModeStaged {
+		return d.refineStaged(ctx, all) // refine_staged.go
+	}
 	r, ok := s.opt.(optimizers.LocalRefiner)
 	if !ok || !n.NoiseAware {
 		s.log.Warn("confirm_refine needs noise_aware and the Bayesian optimizer (SMAC); confirming without the local refinement")

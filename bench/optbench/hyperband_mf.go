@@ -45,6 +45,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/benchtune/bench/optimizers/bayes"
@@ -243,6 +244,9 @@ func (m *mfGPFid) observe(x tunables.Point, _ int, r, y float64) error {
 // mfRun drives the planner and proposer with mfRunners runners until
 // the cost reaches limit.
 func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mfTrace, error) {
+	if strings.HasPrefix(method, "dyn-") {
+		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
+	}
 	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: 3, Integer: true}
 	var prop mfProposer
 	var err error

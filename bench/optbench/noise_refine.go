@@ -33,12 +33,18 @@ type refineCfg struct {
 	kappa  float64 // minimise μ + κσ
 	stages int
 	local  bool // the minimiser of a local GP (MeanMinimizer's local)
+	// staged: the staged refinement (-refine staged; noise_h.go)
+	staged bool
 }
 
 func parseRefine(s string) (refineCfg, error) {
 	c := refineCfg{frac: 0.2, k: 2, radius: 0.5, stages: 1}
 	for _, kv := range strings.Split(s, ",") {
 		if strings.TrimSpace(kv) == "" || kv == "on" {
+			continue
+		}
+		if kv == "staged" {
+			c = stagedRefineCfg()
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
@@ -89,6 +95,9 @@ func (c refineCfg) split(n int) (int, int) {
 }
 
 func (c refineCfg) String() string {
+	if c.staged {
+		return fmt.Sprintf("staged: design=%v k=%d m=%d, %d stages from radius %g", c.frac, c.k, c.m, bayes.StagedStages, bayes.StagedRadius)
+	}
 	return fmt.Sprintf("design=%v k=%d m=%d radius=%g kappa=%g stages=%d local=%v", max(float64(c.design), c.frac), c.k, c.m, c.radius, c.kappa, c.stages, c.local)
 }
 
@@ -123,6 +132,9 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		if err := measure(pts[0]); err != nil {
 			return 0, 0, 0, err
 		}
+	}
+	if rc.staged {
+		return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue })
 	}
 	center := o.Ranked(1)[0]
 	radius := rc.radius
@@ -202,6 +214,9 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 				}
 			}
 			line := fmt.Sprintf("  %-5s refine %s  (minimiser %s; best measured %s)", fmt.Sprintf("%g%%", 100*sg), fmtQ(out), fmtQ(mins), fmtQ(bests))
+			if refinePerSeed {
+				line += "\n    per seed " + perSeed(out)
+			}
 			if baseline {
 				naive, _, err := noiseSeeds(cfg, p, "naive", sg)
 				if err != nil {

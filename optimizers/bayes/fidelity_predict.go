@@ -44,23 +44,7 @@ func (o *Optimizer) PredictFull(xs []tunables.Point, withSD bool) (pred []Predic
 			return nil, 0, false, fmt.Errorf("point %d: %w", i, err)
 		}
 	}
-	succeeded := 0
-	for _, e := range o.hist.Entries() {
-		if e.N > 0 {
-			succeeded++
-		}
-	}
-	if succeeded < 2 {
-		return nil, 0, false, nil
-	}
-	var lam []float64
-	if o.m > 1 {
-		lam = make([]float64, o.m)
-		for j := range lam {
-			lam[j] = 1 / float64(o.m)
-		}
-	}
-	if err := o.prepareModel(o.targets(lam)); err != nil {
+	if ok, err := o.fidelityModel(); !ok || err != nil { // fidelity_at.go
 		return nil, 0, false, err
 	}
 	g := o.g

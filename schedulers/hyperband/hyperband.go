@@ -183,6 +183,7 @@ type Planner[K cmp.Ordered] struct {
 	// every possible bracket (one per rung: AddFull uses the last).
 	at     [][][]K
 	ranker Ranker[K]
+	dyn    *dynState[K] // dynamic continuation (dyn.go); nil: successive halving
 }
 
 // Ranker scores the configurations keys, which have results at one rung of
@@ -357,6 +358,9 @@ func (p *Planner[K]) Resume(k K, b, r int) error {
 // bracket), and records it as started at its next rung; false when none
 // has.
 func (p *Planner[K]) Promotion() (Job[K], bool) {
+	if p.dyn != nil {
+		return Job[K]{}, false // continuations come from Next (dyn.go)
+	}
 	for r := len(p.rungs) - 2; r >= 0; r-- {
 		for b := range p.at {
 			if k, ok := p.promotable(b, r); ok {
@@ -372,6 +376,9 @@ func (p *Planner[K]) Promotion() (Job[K], bool) {
 // Promotable reports whether some configuration has earned a promotion it
 // did not have yet (Promotion would return one).
 func (p *Planner[K]) Promotable() bool {
+	if p.dyn != nil {
+		return false
+	}
 	for r := len(p.rungs) - 2; r >= 0; r-- {
 		for b := range p.at {
 			if _, ok := p.promotable(b, r); ok {

@@ -1,0 +1,216 @@
+// DyHPO-style methods of -mf (hyperband_mf.go): the planner's dynamic
+// mode (schedulers/hyperband dyn.go, the scheduler's fidelity planner
+// "dyhpo") with the GP with a fidelity input (optimizers/bayes
+// SetFidelity, PredictAt). Every configuration starts at the lowest
+// fidelity; at each free runner the planner continues the paused
+// configuration whose expected improvement at its next rung (over the
+// incumbent at that rung) is the highest, unless a new configuration,
+// proposed by the GP (EI at full fidelity, the running configurations
+// pending), has a higher EI at the first rung: then that one starts.
+// Quality, cost and target are those of the other -mf methods (the same
+// simulation loop, the same accounting).
+//
+// A method is dyn-gp-fid followed by any of these suffixes, in this order:
+//
+//   - -minN: the lowest fidelity is N instead of the problem's 1;
+//   - -etaN: the rungs are min·N^k (default 3), the steps a continuation
+//     takes;
+//   - -full: every candidate's EI is at full fidelity (over the incumbent
+//     there) instead of at the fidelity it would run at next;
+//   - -cost: the EI is divided by the fidelity the run costs (the
+//     difference with -mf-continue).
+
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/benchtune/bench/schedulers/hyperband"
+	"github.com/benchtune/bench/tunables"
+)
+
+const mfDynSuffixes = "-minN, -etaN, -full, -cost (e.g. dyn-gp-fid-min3-eta2-full-cost)"
+
+// mfDynOptions are a dyn method's settings.
+type mfDynOptions struct {
+	min  float64 // 0: the problem's
+	eta  int
+	full bool
+	cost bool
+}
+
+// parseMFDyn reads "dyn-gp-fid" and its suffixes.
+func parseMFDyn(m string) (mfDynOptions, bool) {
+	o := mfDynOptions{eta: 3}
+	rest, ok := strings.CutPrefix(m, "dyn-gp-fid")
+	if !ok {
+		return o, false
+	}
+	if rest == "" {
+		return o, true
+	}
+	if !strings.HasPrefix(rest, "-") {
+		return o, false
+	}
+	stage := 0
+	for _, part := range strings.Split(rest[1:], "-") {
+		switch {
+		case strings.HasPrefix(part, "min") && stage < 1:
+			v, err := strconv.ParseFloat(part[3:], 64)
+			if err != nil || v <= 0 {
+				return o, false
+			}
+			o.min, stage = v, 1
+		case strings.HasPrefix(part, "eta") && stage < 2:
+			v, err := strconv.Atoi(part[3:])
+			if err != nil || v < 2 {
+				return o, false
+			}
+			o.eta, stage = v, 2
+		case part == "full" && stage < 3:
+			o.full, stage = true, 3
+		case part == "cost" && stage < 4:
+			o.cost, stage = true, 4
+		default:
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// mfDynRun is mfRun for a dyn method: the same runners, cost and quality,
+// with the planner in dynamic mode.
+func mfDynRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mfTrace, error) {
+	opt, ok := parseMFDyn(method)
+	if !ok {
+		return mfTrace{}, fmt.Errorf("unknown -mf method %q (dyn-gp-fid takes the suffixes %s)", method, mfDynSuffixes)
+	}
+	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: opt.eta, Integer: true, Brackets: 1}
+	if opt.min > 0 {
+		cfg.Min = opt.min
+	}
+	gf, err := newGPFid(p, seed, cfg.Min)
+	if err != nil {
+		return mfTrace{}, err
+	}
+	pl, err := hyperband.New[int](cfg)
+	if err != nil {
+		return mfTrace{}, err
+	}
+	configs := map[int]tunables.Point{}
+	at := func(x tunables.Point, r float64) tunables.Point {
+		return append(slices.Clone(x), gf.coord(r))
+	}
+	predict := func(xs []tunables.Point) ([]hyperband.Prediction, bool) {
+		pred, inc, ok, err := gf.gp.PredictAt(xs)
+		if err != nil || !ok {
+			return nil, false
+		}
+		out := make([]hyperband.Prediction, len(pred))
+		for i := range pred {
+			out[i] = hyperband.Prediction{Mean: pred[i].Mean, SD: pred[i].SD, Incumbent: inc[i]}
+		}
+		return out, true
+	}
+	err = pl.SetDynamic(hyperband.Dynamic[int]{PerCost: opt.cost, Continued: cont,
+		Predict: func(keys []int, rungs []int) ([]hyperband.Prediction, bool) {
+			xs := make([]tunables.Point, len(keys))
+			for i, k := range keys {
+				r := rungs[i]
+				if opt.full {
+					r = len(pl.Rungs()) - 1
+				}
+				xs[i] = at(configs[k], pl.Fidelity(r))
+			}
+			return predict(xs)
+		}})
+	if err != nil {
+		return mfTrace{}, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 31))
+	type job struct {
+		key        int
+		rung       int
+		r          float64
+		start, end float64
+	}
+	var running []job
+	last := map[int]float64{}
+	var tr mfTrace
+	clock, done := 0.0, 0.0
+	bestObs, quality := math.Inf(1), math.Inf(1)
+	for {
+		for len(running) < mfRunners {
+			var xs []tunables.Point
+			for _, r := range running {
+				xs = append(xs, configs[r.key])
+			}
+			x, err := gf.propose(xs)
+			if err != nil {
+				return tr, err
+			}
+			fresh, hasFresh := hyperband.Prediction{}, false
+			r0 := 0
+			if opt.full {
+				r0 = len(pl.Rungs()) - 1
+			}
+			if pr, ok := predict([]tunables.Point{at(x, pl.Fidelity(r0))}); ok {
+				fresh, hasFresh = pr[0], true
+			}
+			d, err := pl.Next(fresh, hasFresh)
+			if err != nil {
+				return tr, err
+			}
+			j := d.Job
+			if !d.Continue {
+				k := len(configs)
+				configs[k] = x
+				if j, err = pl.Add(k, 0); err != nil {
+					return tr, err
+				}
+			}
+			dur := j.Fidelity
+			if cont && j.Promoted {
+				dur -= last[j.Key]
+			}
+			last[j.Key] = j.Fidelity
+			running = append(running, job{j.Key, j.Rung, j.Fidelity, clock, clock + dur})
+		}
+		i := 0
+		for k, r := range running {
+			if r.end < running[i].end {
+				i = k
+			}
+		}
+		jb := running[i]
+		running = slices.Delete(running, i, i+1)
+		clock = jb.end
+		done += jb.end - jb.start
+		spent := done
+		for _, r := range running {
+			spent += clock - r.start
+		}
+		x := configs[jb.key]
+		y := p.observe(x, jb.r, rng)
+		tr.evals++
+		if err := pl.Report(jb.key, jb.rung, y); err != nil {
+			return tr, err
+		}
+		if err := gf.observe(x, jb.rung, jb.r, y); err != nil {
+			return tr, err
+		}
+		if pl.Full(jb.rung) && y < bestObs {
+			bestObs, quality = y, p.truth(x)
+			tr.cost = append(tr.cost, spent)
+			tr.quality = append(tr.quality, quality)
+		}
+		if spent >= limit {
+			return tr, nil
+		}
+	}
+}
