@@ -93,14 +93,14 @@ var noiseMethods = []string{"noisefree", "naive", "aware", "confirm"}
 func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (float64, float64, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
 	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
-	o, err := bayes.New(p.dims, noiseOptions(method, bayes.Options{Seed: seed, MaxTrials: budget}))
+	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget})
 	if err != nil {
 		return 0, 0, err
 	}
 	aware := method == "aware" || method == "confirm"
 	if aware {
 		o.SetNoise(nil, true)
-		o.SetNoiseLocal(noiseLocalOn())
+		noiseLocalSet(o)
 	}
 	search := budget
 	if method == "confirm" {

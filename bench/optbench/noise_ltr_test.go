@@ -4,40 +4,12 @@ import (
 	"bytes"
 	"regexp"
 	"testing"
-
-	"github.com/benchtune/bench/optimizers/bayes"
 )
 
-// -noise-search local-region keeps trust.go's regions off for the
-// noise-aware methods only.
-func TestNoiseOptionsLocalRegion(t *testing.T) {
-	defer func(v string) { noiseSearch = v }(noiseSearch)
-	for _, tc := range []struct {
-		search, method string
-		tr             int
-		on             bool
-	}{
-		{"local-region", "confirm", -1, true},
-		{"local-region", "aware", -1, true},
-		{"local-region", "naive", 0, true},
-		{"local-region", "noisefree", 0, true},
-		{"local", "confirm", 0, true},
-		{"global", "confirm", 0, false},
-	} {
-		noiseSearch = tc.search
-		if got := noiseOptions(tc.method, bayes.Options{Seed: 1}).TrustRegion; got != tc.tr {
-			t.Errorf("%s %s: TrustRegion %d, want %d", tc.search, tc.method, got, tc.tr)
-		}
-		if noiseLocalOn() != tc.on {
-			t.Errorf("%s: local search %v, want %v", tc.search, !tc.on, tc.on)
-		}
-	}
-}
-
-// In 10-D the local search (TuRBO regions from 2·D = 20 observations on)
-// and local-region (noiselocal.go's region) report different
+// In 10-D the local search with TuRBO regions (local-tr, from 2·D = 20
+// observations on) and without them (local) report different
 // configurations; in 2-D they are the same search.
-func TestNoiseSearchLocalRegionDiffersFromTenDims(t *testing.T) {
+func TestNoiseSearchLocalTR(t *testing.T) {
 	defer func(v string) { noiseSearch = v }(noiseSearch)
 	perSeed := regexp.MustCompile(`σ=10% aware .*; per seed (.*)`)
 	regret := func(search, fn string) string {
@@ -51,10 +23,19 @@ func TestNoiseSearchLocalRegionDiffersFromTenDims(t *testing.T) {
 		}
 		return m[1]
 	}
-	if a, b := regret("local", "levy10"), regret("local-region", "levy10"); a == b {
-		t.Errorf("levy10: local and local-region both reported regret %s", a)
+	if a, b := regret("local-tr", "levy10"), regret("local", "levy10"); a == b {
+		t.Errorf("levy10: local-tr and local both reported regret %s", a)
 	}
-	if a, b := regret("local", "branin"), regret("local-region", "branin"); a != b {
-		t.Errorf("branin: local %s, local-region %s: want the same search below 10 dimensions", a, b)
+	if a, b := regret("local-tr", "branin"), regret("local", "branin"); a != b {
+		t.Errorf("branin: local-tr %s, local %s: want the same search below 10 dimensions", a, b)
+	}
+	for _, tc := range []struct {
+		search string
+		on     bool
+	}{{"local-tr", true}, {"local", true}, {"global", false}} {
+		noiseSearch = tc.search
+		if noiseLocalOn() != tc.on {
+			t.Errorf("%s: local search %v, want %v", tc.search, !tc.on, tc.on)
+		}
 	}
 }

@@ -98,12 +98,12 @@ func (c refineCfg) String() string {
 func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (float64, float64, float64, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
 	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
-	o, err := bayes.New(p.dims, noiseOptions("refine", bayes.Options{Seed: seed, MaxTrials: budget}))
+	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget})
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	o.SetNoise(nil, true)
-	o.SetNoiseLocal(noiseLocalOn()) // -noise-search composes with -refine
+	noiseLocalSet(o) // -noise-search composes with -refine
 	l, m := rc.split(budget)
 	search := budget - l - rc.k*m
 	if search < 10 {

@@ -17,27 +17,31 @@ func numDims(d int) []tunables.Dim {
 	return dims
 }
 
-// The local search of noise-aware mode uses trust.go's regions from
-// nlTRMinDims dimensions up, and only there, only with the local search
-// on in noise-aware mode, never against Options.TrustRegion = -1; turning
-// it off removes the region it created, not one the options asked for.
+// With SetNoiseLocalTRDims(10) the local search of noise-aware mode uses
+// trust.go's regions from 10 dimensions up, and only there, only with the
+// local search on in noise-aware mode, never against Options.TrustRegion
+// = -1; turning it off removes the region it created, not one the
+// options asked for; without the setter (the scheduler's noise_search:
+// local) nothing changes.
 func TestNoiseLocalTRFromTenDims(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		d, trOpt      int
+		trDims        int
 		aware, local  bool
 		thenLocalOff  bool
 		wantTR, owned bool
 	}{
-		{"10-D, aware, local", 10, 0, true, true, false, true, true},
-		{"12-D, aware, local", 12, 0, true, true, false, true, true},
-		{"6-D, aware, local: noiselocal.go's region", 6, 0, true, true, false, false, false},
-		{"10-D, not aware", 10, 0, false, true, false, false, false},
-		{"10-D, aware, global search", 10, 0, true, false, false, false, false},
-		{"10-D, trust region never", 10, -1, true, true, false, false, false},
-		{"10-D, local turned off again", 10, 0, true, true, true, false, false},
-		{"20-D: the region is on anyway, and stays", 20, 0, true, true, true, true, false},
-		{"6-D, trust region always: stays", 6, 1, true, true, true, true, false},
+		{"10-D, aware, local", 10, 0, 10, true, true, false, true, true},
+		{"12-D, aware, local", 12, 0, 10, true, true, false, true, true},
+		{"10-D, aware, local, no setter", 10, 0, 0, true, true, false, false, false},
+		{"6-D, aware, local: noiselocal.go's region", 6, 0, 10, true, true, false, false, false},
+		{"10-D, not aware", 10, 0, 10, false, true, false, false, false},
+		{"10-D, aware, global search", 10, 0, 10, true, false, false, false, false},
+		{"10-D, trust region never", 10, -1, 10, true, true, false, false, false},
+		{"10-D, local turned off again", 10, 0, 10, true, true, true, false, false},
+		{"20-D: the region is on anyway, and stays", 20, 0, 10, true, true, true, true, false},
+		{"6-D, trust region always: stays", 6, 1, 10, true, true, true, true, false},
 	} {
 		o, err := New(numDims(tc.d), Options{Seed: 1, MaxTrials: 50, TrustRegion: tc.trOpt})
 		if err != nil {
@@ -45,18 +49,20 @@ func TestNoiseLocalTRFromTenDims(t *testing.T) {
 		}
 		o.SetNoise(nil, tc.aware)
 		o.SetNoiseLocal(tc.local)
+		o.SetNoiseLocalTRDims(tc.trDims)
 		if tc.thenLocalOff {
 			o.SetNoiseLocal(false)
 		}
-		if got := o.tr != nil; got != tc.wantTR || o.nlTR != tc.owned {
-			t.Errorf("%s: trust region %v (created by the local search %v), want %v (%v)", tc.name, got, o.nlTR, tc.wantTR, tc.owned)
+		if got := o.tr != nil; got != tc.wantTR || o.nlTR.owned != tc.owned {
+			t.Errorf("%s: trust region %v (created by the local search %v), want %v (%v)", tc.name, got, o.nlTR.owned, tc.wantTR, tc.owned)
 		}
 	}
-	// The order of the two setters does not matter.
+	// The order of the setters does not matter.
 	o, err := New(numDims(10), Options{Seed: 1, MaxTrials: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.SetNoiseLocalTRDims(10)
 	o.SetNoiseLocal(true)
 	if o.tr != nil {
 		t.Error("the local search alone (not noise-aware) created a trust region")
@@ -71,7 +77,7 @@ func TestNoiseLocalTRFromTenDims(t *testing.T) {
 	}
 }
 
-// In 10-D the suggestions after 2·D observations come from trust.go's
+// With SetNoiseLocalTRDims(10), in 10-D the suggestions after 2·D observations come from trust.go's
 // region (its own GP is fitted, every suggestion lies in its box around
 // the run's posterior-mean best) and noiselocal.go's region never runs;
 // in 6-D it is noiselocal.go's region that runs.
@@ -85,6 +91,7 @@ func TestNoiseLocalTRSuggestions(t *testing.T) {
 		}
 		o.SetNoise(nil, true)
 		o.SetNoiseLocal(true)
+		o.SetNoiseLocalTRDims(10)
 		rng := rand.New(rand.NewPCG(uint64(d), 3))
 		inRegion := 0
 		for range 2*d + 8 {
