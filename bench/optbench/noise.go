@@ -100,7 +100,7 @@ func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (
 	aware := method == "aware" || method == "confirm"
 	if aware {
 		o.SetNoise(nil, true)
-		o.SetNoiseLocal(noiseSearch == "local")
+		noiseLocalSet(o)
 	}
 	search := budget
 	if method == "confirm" {

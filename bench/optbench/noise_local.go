@@ -17,7 +17,7 @@ import (
 var noiseSearch = "global"
 
 // noiseSearches are the values -noise-search takes.
-var noiseSearches = []string{"global", "local"}
+var noiseSearches = []string{"global", "local", noiseSearchLocalTR}
 
 // noiseSearchRun checks -noise-search and says which search runs; with
 // -noise-methods it runs only those methods and prints their deployed

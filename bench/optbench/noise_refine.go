@@ -112,7 +112,7 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		return 0, 0, 0, err
 	}
 	o.SetNoise(nil, true)
-	o.SetNoiseLocal(noiseSearch == "local") // -noise-search composes with -refine
+	noiseLocalSet(o) // -noise-search composes with -refine
 	l, m := rc.split(budget)
 	search := budget - l - rc.k*m
 	if search < 10 {

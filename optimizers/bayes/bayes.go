@@ -98,6 +98,7 @@ type Optimizer struct {
 	tr     *trustRegion       // nil: global search (trust.go)
 	fid    *fidelityDim       // nil: no fidelity input (fidelity.go)
 	nl     *noiseLocal        // nil: no local search in noise-aware mode (noiselocal.go)
+	nlTR   nlTRState          // TuRBO regions for the local search of noise-aware mode (noise_ltr.go)
 }
 
 // New returns an optimizer for the space dims.

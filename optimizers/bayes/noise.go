@@ -49,6 +49,7 @@ func (o *Optimizer) SetNoise(agg history.Aggregator, aware bool) {
 	defer o.mu.Unlock()
 	o.hist.SetAggregator(agg)
 	o.aware = aware
+	o.nlSyncTR()
 	o.baseN = -1
 	o.theta = nil
 	o.outl = nil

@@ -82,6 +82,7 @@ func (o *Optimizer) SetNoiseLocal(on bool) {
 	if on {
 		o.nl = &noiseLocal{length: nlInitLength, seen: -1}
 	}
+	o.nlSyncTR() // SetNoiseLocalTRDims: trust.go's regions (noise_ltr.go)
 }
 
 // nlStart is the number of observations before the local search starts.

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+)
+
+// In 10-D the local search with TuRBO regions (local-tr, from 2·D = 20
+// observations on) and without them (local) report different
+// configurations; in 2-D they are the same search.
+func TestNoiseSearchLocalTR(t *testing.T) {
+	defer func(v string) { noiseSearch = v }(noiseSearch)
+	perSeed := regexp.MustCompile(`σ=10% aware .*; per seed (.*)`)
+	regret := func(search, fn string) string {
+		var out bytes.Buffer
+		if err := run([]string{"-noise", "0.1", "-funcs", fn, "-seeds", "1", "-budget", "30", "-noise-search", search, "-noise-methods", "aware"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		m := perSeed.FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("%s %s: no per-seed regret in\n%s", search, fn, out.String())
+		}
+		return m[1]
+	}
+	if a, b := regret("local-tr", "levy10"), regret("local", "levy10"); a == b {
+		t.Errorf("levy10: local-tr and local both reported regret %s", a)
+	}
+	if a, b := regret("local-tr", "branin"), regret("local", "branin"); a != b {
+		t.Errorf("branin: local-tr %s, local %s: want the same search below 10 dimensions", a, b)
+	}
+	for _, tc := range []struct {
+		search string
+		on     bool
+	}{{"local-tr", true}, {"local", true}, {"global", false}} {
+		noiseSearch = tc.search
+		if noiseLocalOn() != tc.on {
+			t.Errorf("%s: local search %v, want %v", tc.search, !tc.on, tc.on)
+		}
+	}
+}
