@@ -265,31 +265,28 @@ func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.Tria
 	return nil
 }
 
-// configID finds the configuration stored under hash, or stores it. It
-// looks first and inserts only a new hash: an insert that meets a stored
-// hash burns an id of the autoincrement (SQLite's and PostgreSQL's
-// sequences advance on a conflict too), and mlos_bench's ids run 1, 2, 3
-// for the configurations of an experiment whatever their repeats.
+// configID finds the configuration stored under hash, or stores it. The
+// INSERT stores a row only when the hash is not stored yet (INSERT ...
+// SELECT ... WHERE NOT EXISTS), so that a stored hash burns no id of the
+// autoincrement (SQLite's and PostgreSQL's sequences advance on a plain
+// INSERT's conflict too, and so does InnoDB's counter), and mlos_bench's
+// ids run 1, 2, 3 for the configurations of an experiment whatever their
+// repeats; a new configuration, the common case, costs one statement.
 func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
-	var id int64
-	err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
-	if errors.Is(err, dbsql.ErrNoRows) {
-		id, err = e.insertConfig(ctx, r, hash)
-		if err == nil {
-			rows := make([][]any, 0, len(params))
-			for _, k := range sortedKeys(params) {
-				rows = append(rows, []any{id, k, params[k]})
-			}
-			return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
+	id, err := e.insertConfig(ctx, r, hash)
+	if err == nil {
+		rows := make([][]any, 0, len(params))
+		for _, k := range sortedKeys(params) {
+			rows = append(rows, []any{id, k, params[k]})
 		}
-		if !errors.Is(err, dbsql.ErrNoRows) {
-			return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
-		}
-		// Another process stored it meanwhile.
-		err = r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
+		return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
 	}
-	// Stored before (by this or another experiment): check it is the same.
-	if err != nil {
+	if !errors.Is(err, dbsql.ErrNoRows) {
+		return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
+	}
+	// Stored before (by this or another experiment, or by another
+	// process meanwhile): check it is the same.
+	if err = r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id); err != nil {
 		return 0, fmt.Errorf("storage: find config %s: %w", hash, e.s.scrub(err))
 	}
 	stored := map[string]string{}
@@ -313,20 +310,32 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 }
 
 // insertConfig stores a new configuration hash and returns its id, or
-// dbsql.ErrNoRows when the hash is already stored.
+// dbsql.ErrNoRows when the hash is already stored. Two processes storing
+// the same new hash at once both find it missing; the second insert then
+// meets the first's key (on conflict nothing, or MySQL's duplicate key
+// error, which leaves the transaction going) and may burn an id, as an
+// insert after a look-up did.
 func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (int64, error) {
-	q := `INSERT INTO config (config_hash) VALUES (?)`
 	if e.s.dialect.returning() {
 		var id int64
-		err := r.queryRow(ctx, q+e.s.dialect.ignoreDup("config_hash")+` RETURNING config_id`, hash).Scan(&id)
+		err := r.queryRow(ctx, `INSERT INTO config (config_hash) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM config WHERE config_hash = ?)`+
+			e.s.dialect.ignoreDup("config_hash")+` RETURNING config_id`, hash, hash).Scan(&id)
 		return id, err
 	}
-	res, inserted, err := r.insertNew(ctx, q, "config_hash", hash)
+	// MySQL: a write transaction is READ COMMITTED (mysqlDialect.writeTx),
+	// so the SELECT part is a consistent read that takes no gap lock.
+	res, err := r.exec(ctx, `INSERT INTO config (config_hash) SELECT ? FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM config WHERE config_hash = ?)`, hash, hash)
+	if isDupKey(err) {
+		return 0, dbsql.ErrNoRows
+	}
 	if err != nil {
 		return 0, err
 	}
-	if !inserted {
-		return 0, dbsql.ErrNoRows
+	if ok, err := affected(res); err != nil || !ok {
+		if err == nil {
+			err = dbsql.ErrNoRows
+		}
+		return 0, err
 	}
 	return res.LastInsertId()
 }
