@@ -5,7 +5,7 @@ import (
 	dbsql "database/sql"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"slices"
 
 	"github.com/benchtune/bench/storage"
 )
@@ -19,81 +19,29 @@ import (
 // the experiment's largest plus one, computed in the trial's own
 // statement (seqExpr: a look-up of the last entry of the partial index
 // trial_bench_seq_idx), and the reader's bound is that largest number:
-// no statement and no lock of its own (schema version 8).
+// no statement and no lock of the feed's own (schema version 8).
 //
 // On PostgreSQL, MySQL and MariaDB, where writers run at once, the number
 // is taken from bench_feed's row of the experiment, which locks that row
-// until the commit: numbers thus commit in order. It is taken as the
-// transaction's last step. Locks are taken in one order: trials' rows,
-// then the experiment's row (insertTrial), then bench_feed's; nothing is
-// locked after it but the transaction's own rows (on PostgreSQL the
-// experiment's row is locked FOR NO KEY UPDATE, so that the foreign-key
-// check of an update after the number, which takes it FOR KEY SHARE,
-// never waits for it).
-//
-// A transaction that changes one trial writes a guess of its number into
-// bench_seq in the trial's own statement (guessSeq: the last number this
-// process took, plus the transactions of this process that guessed and
-// have not taken theirs yet, plus one), and settle then takes the number
-// and, only when it differs from the guess (another writer took one in
-// between, or in another order), stamps the trial with it. Whatever the
-// guess, what commits is the number taken under bench_feed's lock, so the
-// guess changes no lock and no order; a right guess saves the stamp's
-// statement. The number is taken in a statement the transaction makes
-// anyway where it can (takeWith: the insert of the trial's status
-// history, its last statement): on PostgreSQL a data-modifying WITH; on
-// MySQL and MariaDB the UPDATE of bench_feed follows in the same round
-// trip (a multi-statement), the number coming back as its
-// LAST_INSERT_ID(expr), the documented way to emulate a sequence.
-// Otherwise it is a statement of its own (bump). A new trial's INSERT on
-// PostgreSQL takes the number itself (a data-modifying WITH).
-
-// guess is a change number written into the trials a transaction changes
-// before it takes the real one; release must be called when the
-// transaction ends (deferred).
-type guess struct {
-	seq      int64
-	inflight *atomic.Int64
-	done     bool
-}
-
-func (g *guess) release() {
-	if g != nil && !g.done && g.inflight != nil {
-		g.done = true
-		g.inflight.Add(-1)
-	}
-}
-
-// feedState is what this process knows of an experiment's change
-// numbers (shared by its views).
-type feedState struct {
-	last     atomic.Int64 // the last number this process took
-	inflight atomic.Int64 // transactions that guessed and took no number yet
-}
-
-// guessSeq is the change number to write into the bench_seq of the trials
-// a transaction changes (with seqExpr and seqArg), before settle takes
-// the real one. On SQLite the statement computes the number itself (its
-// seq is 0).
-func (e *experiment) guessSeq() *guess {
-	if e.s.dialect.name() == "sqlite" {
-		return &guess{}
-	}
-	f := e.feed()
-	n := f.inflight.Add(1)
-	return &guess{seq: f.last.Load() + n, inflight: &f.inflight}
-}
-
-// noGuess is guessSeq for a transaction whose trials' statements take the
-// number themselves (PostgreSQL's new trial) or are stamped (several
-// trials): none on PostgreSQL, MySQL and MariaDB; on SQLite the number
-// is computed in the statement as ever.
-func (e *experiment) noGuess() *guess { return &guess{} }
+// until the commit: numbers thus commit in order. It is taken, and the
+// changed trials stamped with it, in the transaction's last round trip,
+// together with the statement the transaction ends with anyway where
+// there is one (takeAndStamp: the insert of a trial's status history):
+// on PostgreSQL one statement of data-modifying WITHs, on MySQL and
+// MariaDB a multi-statement in which the number is LAST_INSERT_ID(expr),
+// the documented way to emulate a sequence. Locks are taken in one order:
+// trials' rows, then the experiment's row (insertTrial), then
+// bench_feed's; nothing is locked after it but the transaction's own
+// rows (on PostgreSQL the experiment's row is locked FOR NO KEY UPDATE,
+// so that the foreign-key check of an update after the number, which
+// takes it FOR KEY SHARE, never waits for it). A new trial's INSERT on
+// PostgreSQL takes the number itself (a data-modifying WITH, after the
+// experiment's lock).
 
 // seqExpr is the value of bench_seq in a statement that changes trials of
-// the experiment, with one argument, seqArg(g): on SQLite the
-// experiment's largest number plus one; elsewhere the guess, or the
-// column as it is for none.
+// the experiment, with one argument, seqArg: on SQLite the experiment's
+// largest number plus one; elsewhere the column as it is (the trials are
+// stamped at the end of the transaction, see settle).
 func (e *experiment) seqExpr() string {
 	if e.s.dialect.name() == "sqlite" {
 		return `COALESCE((SELECT MAX(bench_seq) FROM trial WHERE exp_id = ? AND bench_seq IS NOT NULL), 0) + 1`
@@ -101,68 +49,41 @@ func (e *experiment) seqExpr() string {
 	return `COALESCE(?, bench_seq)`
 }
 
-// seqArg is seqExpr's argument for guess g.
-func (e *experiment) seqArg(g *guess) any {
+// seqValue is seqExpr for a new trial's INSERT (with seqArg): none (NULL)
+// but on SQLite.
+func (e *experiment) seqValue() string {
+	if e.s.dialect.name() == "sqlite" {
+		return e.seqExpr()
+	}
+	return `?`
+}
+
+// seqArg is seqExpr's argument.
+func (e *experiment) seqArg() any {
 	if e.s.dialect.name() == "sqlite" {
 		return e.info.ID
 	}
-	if g == nil || g.seq == 0 {
-		return nil
-	}
-	return g.seq
-}
-
-// feed is this process's state of the experiment's feed.
-func (e *experiment) feed() *feedState {
-	if v, ok := e.s.feedLast.Load(e.info.ID); ok {
-		return v.(*feedState)
-	}
-	v, _ := e.s.feedLast.LoadOrStore(e.info.ID, new(feedState))
-	return v.(*feedState)
-}
-
-// taken is a change number a statement took (takeWith, insertTrial), if
-// ok.
-type taken struct {
-	seq int64
-	ok  bool
+	return nil
 }
 
 // settle takes the experiment's next change number as the last statement
-// of the transaction, unless one was taken already (t), and gives it to
-// the trials of the experiment that where selects (on table trial, with
-// args), which the transaction wrote guess g into (none written: they are
-// stamped). On SQLite the statements numbered the trials already. On
-// PostgreSQL, with no guess, taking the number and stamping the trials is
-// one statement (the number comes from a data-modifying WITH; the trials'
-// rows are the transaction's already, so the locks come in the same
-// order); when it finds no bench_feed row (nothing stamped), the general
-// path runs and creates the row.
-func (e *experiment) settle(ctx context.Context, r runner, g *guess, t taken, where string, args ...any) error {
-	defer g.release()
+// of the transaction and gives it to the trials of the experiment that
+// where selects (on table trial, with args); on SQLite the statements
+// numbered them already. When the experiment has no bench_feed row yet
+// (its first change, or one created by mlos_bench), it creates it.
+func (e *experiment) settle(ctx context.Context, r runner, where string, args ...any) error {
 	if e.s.dialect.name() == "sqlite" {
 		return nil
 	}
-	if !t.ok && g.seq == 0 && e.s.dialect.name() == "postgres" {
-		res, err := r.exec(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
-			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND `+where, append([]any{e.info.ID, e.info.ID}, args...)...)
+	if ok, err := e.takeAndStamp(ctx, r, "", nil, where, args...); err != nil || ok {
 		if err != nil {
 			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
 		}
-		if ok, err := affected(res); err != nil || ok {
-			return err
-		}
-	}
-	seq := t.seq
-	if !t.ok {
-		var err error
-		if seq, err = e.bump(ctx, r); err != nil {
-			return err
-		}
-	}
-	g.release()
-	if seq == g.seq {
 		return nil
+	}
+	seq, err := e.bump(ctx, r)
+	if err != nil {
+		return err
 	}
 	if _, err := r.exec(ctx, `UPDATE trial SET bench_seq = ? WHERE exp_id = ? AND `+where, append([]any{seq, e.info.ID}, args...)...); err != nil {
 		return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
@@ -171,57 +92,65 @@ func (e *experiment) settle(ctx context.Context, r runner, g *guess, t taken, wh
 }
 
 // settleTrial is settle for one trial.
-func (e *experiment) settleTrial(ctx context.Context, r runner, g *guess, t taken, trialID int) error {
-	return e.settle(ctx, r, g, t, "trial_id = ?", trialID)
+func (e *experiment) settleTrial(ctx context.Context, r runner, trialID int) error {
+	return e.settle(ctx, r, "trial_id = ?", trialID)
 }
 
-// touch numbers the trials of the experiment that where selects, in a
-// transaction that wrote no guess (several trials: claims, releases).
+// touch numbers the trials of the experiment that where selects (several
+// trials: claims, releases), as the transaction's last statement.
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
 	if e.s.dialect.name() == "sqlite" {
 		_, err := r.exec(ctx, `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND `+where,
-			append([]any{e.seqArg(nil), e.info.ID}, args...)...)
+			append([]any{e.seqArg(), e.info.ID}, args...)...)
 		if err != nil {
 			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
 		}
 		return nil
 	}
-	return e.settle(ctx, r, e.noGuess(), taken{}, where, args...)
+	return e.settle(ctx, r, where, args...)
 }
 
-// takeWith runs the one-row INSERT q (with args) as the transaction's last
-// statement and takes the experiment's next change number in it where the
-// dialect can: on PostgreSQL a data-modifying WITH, on MySQL and MariaDB
-// the UPDATE of bench_feed in the same round trip. Without a number (on
-// SQLite, or when the experiment has no bench_feed row yet) the caller's
-// settle takes it.
-func (e *experiment) takeWith(ctx context.Context, r runner, q string, args ...any) (taken, error) {
+// takeAndStamp runs the INSERT q (with args; none when q is empty) as
+// the transaction's last statement and, in the same round trip, takes the
+// experiment's next change number and gives it to the trials of the
+// experiment that where selects (on table trial, with whereArgs), which
+// the transaction changed already: on PostgreSQL one statement
+// (data-modifying WITHs), on MySQL and MariaDB a multi-statement (the
+// number as LAST_INSERT_ID, reset first so that a missing bench_feed row
+// is told from a number taken earlier on the connection). It reports
+// whether it stamped them: not on SQLite (the statements numbered them),
+// nor when the experiment has no bench_feed row yet (settle creates it).
+func (e *experiment) takeAndStamp(ctx context.Context, r runner, q string, args []any, where string, whereArgs ...any) (bool, error) {
+	var (
+		res dbsql.Result
+		err error
+	)
 	switch e.s.dialect.name() {
 	case "postgres":
-		var seq dbsql.NullInt64
-		err := r.queryRow(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq) `+q+` RETURNING (SELECT seq FROM f)`,
-			append([]any{e.info.ID}, args...)...).Scan(&seq)
-		if errors.Is(err, dbsql.ErrNoRows) {
-			// The insert met a stored row (on conflict nothing) and
-			// returned none; the number was taken all the same, and the
-			// row is this transaction's now.
-			err = r.queryRow(ctx, `SELECT seq FROM bench_feed WHERE exp_id = ?`, e.info.ID).Scan(&seq)
-			if errors.Is(err, dbsql.ErrNoRows) {
-				return taken{}, nil
-			}
+		with := `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)`
+		if q != "" {
+			with += `, h AS (` + q + `)`
 		}
-		if err != nil {
-			return taken{}, e.s.scrub(err)
+		all := append(append(append([]any{e.info.ID}, args...), e.info.ID), whereArgs...)
+		res, err = r.exec(ctx, with+`
+			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND `+where, all...)
+	case "mysql":
+		if q != "" {
+			q += "; "
 		}
-		if !seq.Valid {
-			return taken{}, nil
-		}
-		e.feed().last.Store(seq.Int64)
-		return taken{seq.Int64, true}, nil
+		all := append(append(append(slices.Clone(args), e.info.ID), e.info.ID), whereArgs...)
+		res, err = r.exec(ctx, q+`DO LAST_INSERT_ID(0); UPDATE bench_feed SET seq = LAST_INSERT_ID(seq + 1) WHERE exp_id = ?;
+			UPDATE trial SET bench_seq = LAST_INSERT_ID() WHERE exp_id = ? AND LAST_INSERT_ID() > 0 AND `+where, all...)
 	default:
-		_, err := r.exec(ctx, q, args...)
-		return taken{}, err
+		if q != "" {
+			_, err = r.exec(ctx, q, args...)
+		}
+		return false, err
 	}
+	if err != nil {
+		return false, err
+	}
+	return affected(res)
 }
 
 // bump takes the experiment's next change number, locking its bench_feed
@@ -241,7 +170,6 @@ func (e *experiment) bump(ctx context.Context, r runner) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
 	}
-	e.feed().last.Store(seq)
 	return seq, nil
 }
 

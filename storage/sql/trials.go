@@ -26,13 +26,10 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 				return err
 			}
 		}
-		g := e.insertGuess()
-		defer g.release()
-		t, err := e.insertTrial(ctx, r, nt, g, spec.Claim)
-		if err != nil || t.ok { // PostgreSQL: the INSERT took the number
+		if stamped, err := e.insertTrial(ctx, r, nt, spec.Claim); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, g, t, nt.ID)
+		return e.settleTrial(ctx, r, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -75,21 +72,15 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
-		g := e.insertGuess()
-		defer g.release()
-		if _, err := e.finishTrial(ctx, r, fin, g, false); err != nil {
+		if _, err := e.finishTrial(ctx, r, fin, false); err != nil {
 			return err
 		}
-		// The experiment's lock (insertTrial) before the feed's (settle);
-		// one change number for both trials (on SQLite one each).
-		t, err := e.insertTrial(ctx, r, nt, g, false)
-		if err != nil {
+		// The experiment's lock (insertTrial) before the feed's; one
+		// change number for both trials (on SQLite one each).
+		if stamped, err := e.insertTrial(ctx, r, nt, false, fin.trialID); err != nil || stamped {
 			return err
 		}
-		if t.ok { // PostgreSQL: the new trial has its number
-			return e.settleTrial(ctx, r, e.noGuess(), taken{}, fin.trialID)
-		}
-		return e.settle(ctx, r, g, taken{}, "trial_id IN (?, ?)", fin.trialID, nt.ID)
+		return e.settle(ctx, r, "trial_id IN (?, ?)", fin.trialID, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -152,40 +143,33 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 	return tr, nil
 }
 
-// insertGuess is the guess of a transaction that inserts a trial: none on
-// PostgreSQL, where the INSERT takes the number itself (insertTrial).
-func (e *experiment) insertGuess() *guess {
-	if e.s.dialect.name() == "postgres" {
-		return e.noGuess()
-	}
-	return e.guessSeq()
-}
-
-// insertTrial stores a planned trial, setting its id and config id, with
-// change number seq (a guess: the caller settles it, see settle). With seq
-// 0 on PostgreSQL, the INSERT takes the experiment's next number itself
-// (the number from a data-modifying WITH, after the experiment's lock), and
-// took reports whether it did (not when the experiment has no bench_feed
-// row yet: the caller settles then).
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, g *guess, locked bool) (took taken, err error) {
+// insertTrial stores a planned trial, setting its id and config id, and
+// gives it (and the trials also, changed earlier in the transaction) the
+// experiment's next change number as its last step: on SQLite in the
+// INSERT (seqExpr); on PostgreSQL, for the new trial alone, the INSERT
+// takes the number itself (a data-modifying WITH, after the experiment's
+// lock); otherwise the insert of its status history takes it
+// (takeAndStamp). stamped reports whether they have the number; when not
+// (on SQLite, or no bench_feed row yet), the caller settles them.
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, locked bool, also ...int) (stamped bool, err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
 	if !locked {
 		var exp string
 		err = r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
 		if errors.Is(err, dbsql.ErrNoRows) {
-			return taken{}, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+			return false, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 		}
 		if err != nil {
-			return taken{}, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+			return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 		}
 	}
 	if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
-		return taken{}, err
+		return false, err
 	}
 	var last dbsql.NullInt64
 	if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
-		return taken{}, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
 	tr.ID = max(e.info.FirstTrialID, 1)
 	if last.Valid {
@@ -200,13 +184,13 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	}
 	if tr.RetryOf > 0 {
 		if tr.RetryOf, err = e.originalTrial(ctx, r, tr.RetryOf); err != nil {
-			return taken{}, err
+			return false, err
 		}
 		retry = tr.RetryOf
 	}
 	if tr.ReusedFrom != nil {
 		if err := e.trialExists(ctx, r, *tr.ReusedFrom); err != nil {
-			return taken{}, err
+			return false, err
 		}
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
@@ -214,38 +198,49 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	cols := `exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial, e.seqArg(g)}
+		owner, lease, retry, reusedExp, reusedTrial, e.seqArg()}
 	if e.s.layout.noTrialRunner {
 		cols = `exp_id, trial_id, config_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 		args = slices.Delete(args, 3, 4)
 	}
-	if g.seq == 0 && e.s.dialect.name() == "postgres" {
-		var stamped dbsql.NullInt64
+	if len(also) == 0 && e.s.dialect.name() == "postgres" {
+		var seq dbsql.NullInt64
 		err := r.queryRow(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
 			INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, (SELECT seq FROM f)) RETURNING bench_seq`,
-			append([]any{e.info.ID}, args[:len(args)-1]...)...).Scan(&stamped)
+			append([]any{e.info.ID}, args[:len(args)-1]...)...).Scan(&seq)
 		if err != nil {
-			return taken{}, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, e.s.scrub(err))
+			return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, e.s.scrub(err))
 		}
-		if stamped.Valid {
-			took = taken{stamped.Int64, true}
-			e.feed().last.Store(stamped.Int64)
-		}
-	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqExpr()+`)`, args...); err != nil {
-		return taken{}, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
+		stamped = seq.Valid
+	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqValue()+`)`, args...); err != nil {
+		return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
 	for _, k := range sortedKeys(tr.Metadata) {
 		rows = append(rows, []any{e.info.ID, tr.ID, k, tr.Metadata[k]})
 	}
 	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
-		return taken{}, err
+		return false, err
 	}
+	statuses := []trial.Status{trial.PENDING}
 	if tr.Status == trial.RUNNING {
-		return took, e.addHistory(ctx, r, tr.ID, ts, trial.PENDING, trial.RUNNING)
+		statuses = append(statuses, trial.RUNNING)
 	}
-	return took, e.addHistory(ctx, r, tr.ID, ts, trial.PENDING)
+	if stamped {
+		return true, e.addHistory(ctx, r, tr.ID, ts, statuses...)
+	}
+	// The status history last: its insert takes the change number.
+	ids := append([]any{tr.ID}, anys(also)...)
+	return e.history(ctx, r, tr.ID, ts, "trial_id IN ("+placeholders(len(ids))+")", ids, statuses...)
+}
+
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 // originalTrial returns the first trial of the retry chain trialID is in
@@ -353,12 +348,14 @@ func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (i
 	return res.LastInsertId()
 }
 
-// history is addHistory, and when take is set the insert takes the
-// experiment's next change number where the dialect can (takeWith): it
-// must then be the transaction's last statement.
-func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, take bool, statuses ...trial.Status) (taken, error) {
-	if !take || e.s.dialect.name() == "sqlite" {
-		return taken{}, e.addHistory(ctx, r, trialID, ts, statuses...)
+// history is addHistory, and with stamp set (a condition on table trial,
+// with stampArgs) the insert also takes the experiment's next change
+// number and gives it to the trials stamp selects (takeAndStamp): it must
+// then be the transaction's last statement. stamped reports whether it
+// did.
+func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, stamp string, stampArgs []any, statuses ...trial.Status) (stamped bool, err error) {
+	if stamp == "" || e.s.dialect.name() == "sqlite" {
+		return false, e.addHistory(ctx, r, trialID, ts, statuses...)
 	}
 	q := "INSERT INTO trial_status (exp_id, trial_id, ts, status) VALUES "
 	args := make([]any, 0, 4*len(statuses))
@@ -369,11 +366,10 @@ func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time
 		q += "(?, ?, ?, ?)"
 		args = append(args, row...)
 	}
-	t, err := e.takeWith(ctx, r, q+e.s.historyConflict(), args...)
-	if err != nil {
-		return taken{}, fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
+	if stamped, err = e.takeAndStamp(ctx, r, q+e.s.historyConflict(), args, stamp, stampArgs...); err != nil {
+		return false, fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
 	}
-	return t, nil
+	return stamped, nil
 }
 
 // historyRows are the rows of trial_status for status changes at ts.
@@ -444,10 +440,8 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
 		q, args := `UPDATE trial SET bench_seq = `+e.seqExpr()+`, trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{e.seqArg(g), runnerID, e.info.ID, trialID}, condArgs...)
+			append([]any{e.seqArg(), runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
 			// No trial_runner_id column (mlos_bench adds it): the same checks.
 			q, args = `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
@@ -462,7 +456,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, g, taken{}, trialID)
+		return e.settleTrial(ctx, r, trialID)
 	})
 }
 
@@ -472,10 +466,8 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
 		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(), e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
 		}
@@ -485,7 +477,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, g, taken{}, trialID)
+		return e.settleTrial(ctx, r, trialID)
 	})
 }
 
@@ -500,13 +492,11 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
 		q := `UPDATE trial SET status = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-		args := []any{status.String(), e.seqArg(g), e.info.ID, trialID}
+		args := []any{status.String(), e.seqArg(), e.info.ID, trialID}
 		if status == trial.RUNNING {
 			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(g), e.info.ID, trialID}
+			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(), e.info.ID, trialID}
 		}
 		cond, condArgs := e.owned()
 		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
@@ -519,11 +509,10 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		t, err := e.history(ctx, r, trialID, ts, true, status)
-		if err != nil {
+		if stamped, err := e.history(ctx, r, trialID, ts, "trial_id = ?", []any{trialID}, status); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, g, t, trialID)
+		return e.settleTrial(ctx, r, trialID)
 	})
 }
 
@@ -535,13 +524,10 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
-		t, err := e.finishTrial(ctx, r, fin, g, true)
-		if err != nil {
+		if stamped, err := e.finishTrial(ctx, r, fin, true); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, g, t, trialID)
+		return e.settleTrial(ctx, r, trialID)
 	})
 }
 
@@ -592,36 +578,40 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 	return fin, nil
 }
 
-// finishTrial stores a planned outcome, with change number guess g (the
-// caller settles it, see settle), and when take is set takes the number
-// in its last statement (takeWith).
-func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, g *guess, take bool) (taken, error) {
+// finishTrial stores a planned outcome; with stamp set, its last
+// statement gives the trial the experiment's next change number
+// (takeAndStamp), and stamped reports whether it did (when not, the
+// caller settles it).
+func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, stamp bool) (stamped bool, err error) {
 	trialID, ts := fin.trialID, fin.ts
 	cond, condArgs := e.owned()
 	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = `+e.seqExpr()+`
 		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(), e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
-		return taken{}, fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
+		return false, fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	if ok, err := affected(res); err != nil || !ok {
 		if err != nil {
-			return taken{}, err
+			return false, err
 		}
-		return taken{}, e.unchanged(ctx, r, trialID, true)
+		return false, e.unchanged(ctx, r, trialID, true)
 	}
 	if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, fin.results, ""); err != nil {
-		return taken{}, err
+		return false, err
 	}
 	if err := e.insertTelemetry(ctx, r, fin.telemetry); err != nil {
-		return taken{}, err
+		return false, err
 	}
 	if err := r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
 		"exit_code", "stdout", "stderr", "truncated", "timed_out", "ts_start", "duration_ns"}, fin.output, ""); err != nil {
-		return taken{}, err
+		return false, err
 	}
-	// The status history last: its insert may take the change number.
-	return e.history(ctx, r, trialID, ts, take, fin.status)
+	// The status history last: its insert takes the change number.
+	if !stamp {
+		return false, e.addHistory(ctx, r, trialID, ts, fin.status)
+	}
+	return e.history(ctx, r, trialID, ts, "trial_id = ?", []any{trialID}, fin.status)
 }
 
 // storedValue is the column value of a result or telemetry value: its
