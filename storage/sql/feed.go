@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/benchtune/bench/storage"
 )
@@ -38,10 +39,77 @@ import (
 // PostgreSQL takes the number itself (a data-modifying WITH, after the
 // experiment's lock).
 
+// guess is a change number written into the trials a transaction changes
+// before it takes the real one (PostgreSQL, MySQL, MariaDB; see
+// takeAndStamp); release must be called when the transaction ends
+// (deferred).
+type guess struct {
+	seq  int64
+	f    *feedState
+	done bool
+}
+
+func (g *guess) release() {
+	if g != nil && g.f != nil && !g.done {
+		g.f.mu.Lock()
+		g.f.release(g)
+		g.f.mu.Unlock()
+	}
+}
+
+// feedState is what this process knows of an experiment's change
+// numbers (shared by its views).
+type feedState struct {
+	mu       sync.Mutex
+	last     int64 // the last number this process took
+	inflight int64 // transactions that guessed and took no number yet
+}
+
+// release ends g's flight, with mu held.
+func (f *feedState) release(g *guess) {
+	if g != nil && g.f == f && !g.done {
+		g.done = true
+		f.inflight--
+	}
+}
+
+// took records number seq taken by the transaction that guessed g (nil:
+// none), in one step, so that a guess made meanwhile counts it once.
+func (f *feedState) took(seq int64, g *guess) {
+	f.mu.Lock()
+	f.last = max(f.last, seq)
+	f.release(g)
+	f.mu.Unlock()
+}
+
+// guessSeq is the change number to write into the bench_seq of the trials
+// a transaction changes (seqExpr, seqArg): the last number this process
+// took, plus its transactions that guessed and took none yet, plus one.
+// On SQLite the statement computes the number itself (no guess).
+func (e *experiment) guessSeq() *guess {
+	if e.s.dialect.name() == "sqlite" {
+		return &guess{}
+	}
+	f := e.feed()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inflight++
+	return &guess{seq: f.last + f.inflight, f: f}
+}
+
+// feed is this process's state of the experiment's feed.
+func (e *experiment) feed() *feedState {
+	if v, ok := e.s.feeds.Load(e.info.ID); ok {
+		return v.(*feedState)
+	}
+	v, _ := e.s.feeds.LoadOrStore(e.info.ID, new(feedState))
+	return v.(*feedState)
+}
+
 // seqExpr is the value of bench_seq in a statement that changes trials of
 // the experiment, with one argument, seqArg: on SQLite the experiment's
-// largest number plus one; elsewhere the column as it is (the trials are
-// stamped at the end of the transaction, see settle).
+// largest number plus one; elsewhere the guess (the column as it is for
+// none).
 func (e *experiment) seqExpr() string {
 	if e.s.dialect.name() == "sqlite" {
 		return `COALESCE((SELECT MAX(bench_seq) FROM trial WHERE exp_id = ? AND bench_seq IS NOT NULL), 0) + 1`
@@ -49,8 +117,8 @@ func (e *experiment) seqExpr() string {
 	return `COALESCE(?, bench_seq)`
 }
 
-// seqValue is seqExpr for a new trial's INSERT (with seqArg): none (NULL)
-// but on SQLite.
+// seqValue is seqExpr for a new trial's INSERT (with seqArg): the guess
+// (or NULL) but on SQLite.
 func (e *experiment) seqValue() string {
 	if e.s.dialect.name() == "sqlite" {
 		return e.seqExpr()
@@ -58,24 +126,28 @@ func (e *experiment) seqValue() string {
 	return `?`
 }
 
-// seqArg is seqExpr's argument.
-func (e *experiment) seqArg() any {
+// seqArg is seqExpr's argument for guess g.
+func (e *experiment) seqArg(g *guess) any {
 	if e.s.dialect.name() == "sqlite" {
 		return e.info.ID
 	}
-	return nil
+	if g == nil || g.seq == 0 {
+		return nil
+	}
+	return g.seq
 }
 
 // settle takes the experiment's next change number as the last statement
 // of the transaction and gives it to the trials of the experiment that
-// where selects (on table trial, with args); on SQLite the statements
-// numbered them already. When the experiment has no bench_feed row yet
-// (its first change, or one created by mlos_bench), it creates it.
-func (e *experiment) settle(ctx context.Context, r runner, where string, args ...any) error {
+// where selects (on table trial, with args), which the transaction wrote
+// guess g into; on SQLite the statements numbered them already. When the
+// experiment has no bench_feed row yet (its first change, or one created
+// by mlos_bench), it creates it.
+func (e *experiment) settle(ctx context.Context, r runner, g *guess, where string, args ...any) error {
 	if e.s.dialect.name() == "sqlite" {
 		return nil
 	}
-	if ok, err := e.takeAndStamp(ctx, r, "", nil, where, args...); err != nil || ok {
+	if ok, err := e.takeAndStamp(ctx, r, "", nil, g, where, args...); err != nil || ok {
 		if err != nil {
 			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
 		}
@@ -85,6 +157,7 @@ func (e *experiment) settle(ctx context.Context, r runner, where string, args ..
 	if err != nil {
 		return err
 	}
+	e.feed().took(seq, g)
 	if _, err := r.exec(ctx, `UPDATE trial SET bench_seq = ? WHERE exp_id = ? AND `+where, append([]any{seq, e.info.ID}, args...)...); err != nil {
 		return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
 	}
@@ -92,8 +165,8 @@ func (e *experiment) settle(ctx context.Context, r runner, where string, args ..
 }
 
 // settleTrial is settle for one trial.
-func (e *experiment) settleTrial(ctx context.Context, r runner, trialID int) error {
-	return e.settle(ctx, r, "trial_id = ?", trialID)
+func (e *experiment) settleTrial(ctx context.Context, r runner, g *guess, trialID int) error {
+	return e.settle(ctx, r, g, "trial_id = ?", trialID)
 }
 
 // touch numbers the trials of the experiment that where selects (several
@@ -101,30 +174,31 @@ func (e *experiment) settleTrial(ctx context.Context, r runner, trialID int) err
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
 	if e.s.dialect.name() == "sqlite" {
 		_, err := r.exec(ctx, `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND `+where,
-			append([]any{e.seqArg(), e.info.ID}, args...)...)
+			append([]any{e.seqArg(nil), e.info.ID}, args...)...)
 		if err != nil {
 			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, err)
 		}
 		return nil
 	}
-	return e.settle(ctx, r, where, args...)
+	return e.settle(ctx, r, nil, where, args...)
 }
 
 // takeAndStamp runs the INSERT q (with args; none when q is empty) as
 // the transaction's last statement and, in the same round trip, takes the
 // experiment's next change number and gives it to the trials of the
 // experiment that where selects (on table trial, with whereArgs), which
-// the transaction changed already: on PostgreSQL one statement
-// (data-modifying WITHs), on MySQL and MariaDB a multi-statement (the
-// number as LAST_INSERT_ID, reset first so that a missing bench_feed row
-// is told from a number taken earlier on the connection). It reports
-// whether it stamped them: not on SQLite (the statements numbered them),
-// nor when the experiment has no bench_feed row yet (settle creates it).
-func (e *experiment) takeAndStamp(ctx context.Context, r runner, q string, args []any, where string, whereArgs ...any) (bool, error) {
-	var (
-		res dbsql.Result
-		err error
-	)
+// the transaction changed already with guess g: only those whose guess
+// is wrong are written again. On PostgreSQL it is one statement
+// (data-modifying WITHs); on MySQL and MariaDB a multi-statement: the
+// number is LAST_INSERT_ID, reset first so that a missing bench_feed row
+// is told from a number taken earlier on the connection, and set again by
+// the stamp so that its reply carries it; a row set to the value it has
+// is not written (and counts as matched, see ClientFoundRows). It reports
+// whether it took the number: not on SQLite (the statements numbered the
+// trials), nor when the experiment has no bench_feed row yet (settle
+// creates it).
+func (e *experiment) takeAndStamp(ctx context.Context, r runner, q string, args []any, g *guess, where string, whereArgs ...any) (bool, error) {
+	var seq int64
 	switch e.s.dialect.name() {
 	case "postgres":
 		with := `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)`
@@ -132,25 +206,40 @@ func (e *experiment) takeAndStamp(ctx context.Context, r runner, q string, args 
 			with += `, h AS (` + q + `)`
 		}
 		all := append(append(append([]any{e.info.ID}, args...), e.info.ID), whereArgs...)
-		res, err = r.exec(ctx, with+`
-			UPDATE trial SET bench_seq = f.seq FROM f WHERE trial.exp_id = ? AND `+where, all...)
+		err := r.queryRow(ctx, with+`, u AS (UPDATE trial SET bench_seq = f.seq FROM f
+			WHERE trial.exp_id = ? AND trial.bench_seq IS DISTINCT FROM f.seq AND `+where+`)
+			SELECT seq FROM f`, all...).Scan(&seq)
+		if errors.Is(err, dbsql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
 	case "mysql":
 		if q != "" {
 			q += "; "
 		}
 		all := append(append(append(slices.Clone(args), e.info.ID), e.info.ID), whereArgs...)
-		res, err = r.exec(ctx, q+`DO LAST_INSERT_ID(0); UPDATE bench_feed SET seq = LAST_INSERT_ID(seq + 1) WHERE exp_id = ?;
-			UPDATE trial SET bench_seq = LAST_INSERT_ID() WHERE exp_id = ? AND LAST_INSERT_ID() > 0 AND `+where, all...)
+		res, err := r.exec(ctx, q+`DO LAST_INSERT_ID(0); UPDATE bench_feed SET seq = LAST_INSERT_ID(seq + 1) WHERE exp_id = ?;
+			UPDATE trial SET bench_seq = LAST_INSERT_ID(LAST_INSERT_ID()) WHERE exp_id = ? AND LAST_INSERT_ID() > 0 AND `+where, all...)
+		if err != nil {
+			return false, err
+		}
+		if ok, err := affected(res); err != nil || !ok {
+			return false, err
+		}
+		if seq, err = res.LastInsertId(); err != nil || seq == 0 {
+			return false, err
+		}
 	default:
 		if q != "" {
-			_, err = r.exec(ctx, q, args...)
+			_, err := r.exec(ctx, q, args...)
+			return false, err
 		}
-		return false, err
+		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return affected(res)
+	e.feed().took(seq, g)
+	return true, nil
 }
 
 // bump takes the experiment's next change number, locking its bench_feed

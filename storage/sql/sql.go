@@ -93,6 +93,10 @@ type Store struct {
 	clockAt     time.Time
 	// clock replaces the database's clock for leases (Config.Clock).
 	clock func() time.Time
+
+	// feeds holds, by experiment id, what this process knows of the
+	// experiment's change numbers (*feedState; see guessSeq).
+	feeds sync.Map
 }
 
 var _ storage.Storage = (*Store)(nil)

@@ -26,10 +26,12 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 				return err
 			}
 		}
-		if stamped, err := e.insertTrial(ctx, r, nt, spec.Claim); err != nil || stamped {
+		g := e.guessSeq()
+		defer g.release()
+		if stamped, err := e.insertTrial(ctx, r, nt, g, spec.Claim); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, nt.ID)
+		return e.settleTrial(ctx, r, g, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -72,15 +74,17 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
-		if _, err := e.finishTrial(ctx, r, fin, false); err != nil {
+		g := e.guessSeq()
+		defer g.release()
+		if _, err := e.finishTrial(ctx, r, fin, g, false); err != nil {
 			return err
 		}
 		// The experiment's lock (insertTrial) before the feed's; one
 		// change number for both trials (on SQLite one each).
-		if stamped, err := e.insertTrial(ctx, r, nt, false, fin.trialID); err != nil || stamped {
+		if stamped, err := e.insertTrial(ctx, r, nt, g, false, fin.trialID); err != nil || stamped {
 			return err
 		}
-		return e.settle(ctx, r, "trial_id IN (?, ?)", fin.trialID, nt.ID)
+		return e.settle(ctx, r, g, "trial_id IN (?, ?)", fin.trialID, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -151,7 +155,7 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 // lock); otherwise the insert of its status history takes it
 // (takeAndStamp). stamped reports whether they have the number; when not
 // (on SQLite, or no bench_feed row yet), the caller settles them.
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, locked bool, also ...int) (stamped bool, err error) {
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, g *guess, locked bool, also ...int) (stamped bool, err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
 	if !locked {
@@ -198,7 +202,7 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	cols := `exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial, e.seqArg()}
+		owner, lease, retry, reusedExp, reusedTrial, e.seqArg(g)}
 	if e.s.layout.noTrialRunner {
 		cols = `exp_id, trial_id, config_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
@@ -212,7 +216,9 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		if err != nil {
 			return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, e.s.scrub(err))
 		}
-		stamped = seq.Valid
+		if stamped = seq.Valid; stamped {
+			e.feed().took(seq.Int64, g)
+		}
 	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqValue()+`)`, args...); err != nil {
 		return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
@@ -232,7 +238,7 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	}
 	// The status history last: its insert takes the change number.
 	ids := append([]any{tr.ID}, anys(also)...)
-	return e.history(ctx, r, tr.ID, ts, "trial_id IN ("+placeholders(len(ids))+")", ids, statuses...)
+	return e.history(ctx, r, tr.ID, ts, g, "trial_id IN ("+placeholders(len(ids))+")", ids, statuses...)
 }
 
 func anys[T any](s []T) []any {
@@ -353,7 +359,7 @@ func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (i
 // number and gives it to the trials stamp selects (takeAndStamp): it must
 // then be the transaction's last statement. stamped reports whether it
 // did.
-func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, stamp string, stampArgs []any, statuses ...trial.Status) (stamped bool, err error) {
+func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, g *guess, stamp string, stampArgs []any, statuses ...trial.Status) (stamped bool, err error) {
 	if stamp == "" || e.s.dialect.name() == "sqlite" {
 		return false, e.addHistory(ctx, r, trialID, ts, statuses...)
 	}
@@ -366,7 +372,7 @@ func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time
 		q += "(?, ?, ?, ?)"
 		args = append(args, row...)
 	}
-	if stamped, err = e.takeAndStamp(ctx, r, q+e.s.historyConflict(), args, stamp, stampArgs...); err != nil {
+	if stamped, err = e.takeAndStamp(ctx, r, q+e.s.historyConflict(), args, g, stamp, stampArgs...); err != nil {
 		return false, fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	return stamped, nil
@@ -440,8 +446,10 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
+		g := e.guessSeq()
+		defer g.release()
 		q, args := `UPDATE trial SET bench_seq = `+e.seqExpr()+`, trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{e.seqArg(), runnerID, e.info.ID, trialID}, condArgs...)
+			append([]any{e.seqArg(g), runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
 			// No trial_runner_id column (mlos_bench adds it): the same checks.
 			q, args = `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
@@ -456,7 +464,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -466,8 +474,10 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
+		g := e.guessSeq()
+		defer g.release()
 		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(), e.info.ID, trialID}, condArgs...)...)
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
 		}
@@ -477,7 +487,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -492,11 +502,13 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
+		g := e.guessSeq()
+		defer g.release()
 		q := `UPDATE trial SET status = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-		args := []any{status.String(), e.seqArg(), e.info.ID, trialID}
+		args := []any{status.String(), e.seqArg(g), e.info.ID, trialID}
 		if status == trial.RUNNING {
 			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(), e.info.ID, trialID}
+			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(g), e.info.ID, trialID}
 		}
 		cond, condArgs := e.owned()
 		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
@@ -509,10 +521,10 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		if stamped, err := e.history(ctx, r, trialID, ts, "trial_id = ?", []any{trialID}, status); err != nil || stamped {
+		if stamped, err := e.history(ctx, r, trialID, ts, g, "trial_id = ?", []any{trialID}, status); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -524,10 +536,12 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		if stamped, err := e.finishTrial(ctx, r, fin, true); err != nil || stamped {
+		g := e.guessSeq()
+		defer g.release()
+		if stamped, err := e.finishTrial(ctx, r, fin, g, true); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -582,12 +596,12 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 // statement gives the trial the experiment's next change number
 // (takeAndStamp), and stamped reports whether it did (when not, the
 // caller settles it).
-func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, stamp bool) (stamped bool, err error) {
+func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, g *guess, stamp bool) (stamped bool, err error) {
 	trialID, ts := fin.trialID, fin.ts
 	cond, condArgs := e.owned()
 	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = `+e.seqExpr()+`
 		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(), e.info.ID, trialID}, condArgs...)...)
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
 		return false, fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
@@ -611,7 +625,7 @@ func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, sta
 	if !stamp {
 		return false, e.addHistory(ctx, r, trialID, ts, fin.status)
 	}
-	return e.history(ctx, r, trialID, ts, "trial_id = ?", []any{trialID}, fin.status)
+	return e.history(ctx, r, trialID, ts, g, "trial_id = ?", []any{trialID}, fin.status)
 }
 
 // storedValue is the column value of a result or telemetry value: its
