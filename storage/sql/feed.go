@@ -30,7 +30,13 @@ import (
 // there is one (takeAndStamp: the insert of a trial's status history):
 // on PostgreSQL one statement of data-modifying WITHs, on MySQL and
 // MariaDB a multi-statement in which the number is LAST_INSERT_ID(expr),
-// the documented way to emulate a sequence. Locks are taken in one order:
+// the documented way to emulate a sequence. The trials' own statements
+// write a guess of the number (guessSeq), and the stamp writes only the
+// trials whose guess is wrong: with one writer, never; with several,
+// whose transactions take numbers in another order than they guessed,
+// often (then a trial's row is written twice, as it always was before
+// schema version 8). Whatever the guess, what commits is the number
+// taken under bench_feed's lock. Locks are taken in one order:
 // trials' rows, then the experiment's row (insertTrial), then
 // bench_feed's; nothing is locked after it but the transaction's own
 // rows (on PostgreSQL the experiment's row is locked FOR NO KEY UPDATE,
