@@ -226,9 +226,10 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return nil
 		}
-		seq := e.guessSeq()
-		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?), bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
-			now, e.seqArg(seq), e.info.ID, trialID)
+		g := e.guessSeq()
+		defer g.release()
+		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?), bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
+			now, e.seqArg(g), e.info.ID, trialID)
 		if err != nil {
 			return fmt.Errorf("storage: request trial %d of %q to stop: %w", trialID, e.info.ID, err)
 		}
@@ -238,7 +239,7 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return e.unchanged(ctx, r, trialID, false)
 		}
-		return e.settleTrial(ctx, r, seq, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 

@@ -79,6 +79,12 @@ func TestMlosBenchDatabaseReadOnly(t *testing.T) {
 					if _, err := exp.Counts(ctx); err != nil {
 						t.Fatal(err)
 					}
+					// The change feed: mlos_bench's trials have no number,
+					// so a poll from 0 returns them all and the next none.
+					changed, next, err := exp.Changes(ctx, 0)
+					if err != nil || len(changed) != 4 || next != 0 {
+						t.Fatalf("Changes(0) = %d trials, %d, %v", len(changed), next, err)
+					}
 					s.Close()
 					if diff := cmp.Diff(schema, dbColumns(t, b, cfg)); diff != "" {
 						t.Fatalf("read-only open changed the schema (-before +after):\n%s", diff)

@@ -94,9 +94,9 @@ type Store struct {
 	// clock replaces the database's clock for leases (Config.Clock).
 	clock func() time.Time
 
-	// feedLast holds, by experiment id, the last change number this
-	// process took (*atomic.Int64; see guessSeq).
-	feedLast sync.Map
+	// feeds holds, by experiment id, what this process knows of the
+	// experiment's change numbers (*feedState; see guessSeq).
+	feeds sync.Map
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -390,6 +390,10 @@ func (s *Store) openMySQL(cfg storage.Config) error {
 	// The driver escapes the arguments into the statement (utf8mb4) rather
 	// than preparing each statement on the server (see cachesStmts).
 	mc.InterpolateParams = true
+	// A change's number is taken in the same round trip as the statement
+	// before it (feed.go, takeWith). The statements are this package's
+	// own texts; every value is an argument the driver escapes.
+	mc.MultiStatements = true
 	if mc.Params == nil {
 		mc.Params = map[string]string{}
 	}

@@ -26,11 +26,12 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 				return err
 			}
 		}
-		seq := e.guessSeq()
-		if took, err := e.insertTrial(ctx, r, nt, seq, spec.Claim); err != nil || took {
+		g := e.guessSeq()
+		defer g.release()
+		if stamped, err := e.insertTrial(ctx, r, nt, g, spec.Claim); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, seq, nt.ID)
+		return e.settleTrial(ctx, r, g, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -73,20 +74,17 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
-		seq := e.guessSeq()
-		if err := e.finishTrial(ctx, r, fin, seq); err != nil {
+		g := e.guessSeq()
+		defer g.release()
+		if _, err := e.finishTrial(ctx, r, fin, g, false); err != nil {
 			return err
 		}
-		// The experiment's lock (insertTrial) before the feed's (settle);
-		// one change number for both trials.
-		took, err := e.insertTrial(ctx, r, nt, seq, false)
-		if err != nil {
+		// The experiment's lock (insertTrial) before the feed's; one
+		// change number for both trials (on SQLite one each).
+		if stamped, err := e.insertTrial(ctx, r, nt, g, false, fin.trialID); err != nil || stamped {
 			return err
 		}
-		if took { // PostgreSQL: the new trial has its number
-			return e.settleTrial(ctx, r, 0, fin.trialID)
-		}
-		return e.settle(ctx, r, seq, "trial_id IN (?, ?)", fin.trialID, nt.ID)
+		return e.settle(ctx, r, g, "trial_id IN (?, ?)", fin.trialID, nt.ID)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -149,13 +147,15 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 	return tr, nil
 }
 
-// insertTrial stores a planned trial, setting its id and config id, with
-// change number seq (a guess: the caller settles it, see settle). With seq
-// 0 on PostgreSQL, the INSERT takes the experiment's next number itself
-// (the number from a data-modifying WITH, after the experiment's lock), and
-// took reports whether it did (not when the experiment has no bench_feed
-// row yet: the caller settles then).
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, seq int64, locked bool) (took bool, err error) {
+// insertTrial stores a planned trial, setting its id and config id, and
+// gives it (and the trials also, changed earlier in the transaction) the
+// experiment's next change number as its last step: on SQLite in the
+// INSERT (seqExpr); on PostgreSQL, for the new trial alone, the INSERT
+// takes the number itself (a data-modifying WITH, after the experiment's
+// lock); otherwise the insert of its status history takes it
+// (takeAndStamp). stamped reports whether they have the number; when not
+// (on SQLite, or no bench_feed row yet), the caller settles them.
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, g *guess, locked bool, also ...int) (stamped bool, err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
 	if !locked {
@@ -202,24 +202,24 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	cols := `exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial, seq}
+		owner, lease, retry, reusedExp, reusedTrial, e.seqArg(g)}
 	if e.s.layout.noTrialRunner {
 		cols = `exp_id, trial_id, config_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 		args = slices.Delete(args, 3, 4)
 	}
-	if seq == 0 && e.s.dialect.name() == "postgres" {
-		var stamped dbsql.NullInt64
+	if len(also) == 0 && e.s.dialect.name() == "postgres" {
+		var seq dbsql.NullInt64
 		err := r.queryRow(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
 			INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, (SELECT seq FROM f)) RETURNING bench_seq`,
-			append([]any{e.info.ID}, args[:len(args)-1]...)...).Scan(&stamped)
+			append([]any{e.info.ID}, args[:len(args)-1]...)...).Scan(&seq)
 		if err != nil {
 			return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, e.s.scrub(err))
 		}
-		if took = stamped.Valid; took {
-			e.lastSeq().Store(stamped.Int64)
+		if stamped = seq.Valid; stamped {
+			e.feed().took(seq.Int64, g)
 		}
-	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args))+`)`, args...); err != nil {
+	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqValue()+`)`, args...); err != nil {
 		return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
@@ -229,10 +229,24 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
 		return false, err
 	}
+	statuses := []trial.Status{trial.PENDING}
 	if tr.Status == trial.RUNNING {
-		return took, e.addHistory(ctx, r, tr.ID, ts, trial.PENDING, trial.RUNNING)
+		statuses = append(statuses, trial.RUNNING)
 	}
-	return took, e.addHistory(ctx, r, tr.ID, ts, trial.PENDING)
+	if stamped {
+		return true, e.addHistory(ctx, r, tr.ID, ts, statuses...)
+	}
+	// The status history last: its insert takes the change number.
+	ids := append([]any{tr.ID}, anys(also)...)
+	return e.history(ctx, r, tr.ID, ts, g, "trial_id IN ("+placeholders(len(ids))+")", ids, statuses...)
+}
+
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 // originalTrial returns the first trial of the retry chain trialID is in
@@ -265,31 +279,28 @@ func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.Tria
 	return nil
 }
 
-// configID finds the configuration stored under hash, or stores it. It
-// looks first and inserts only a new hash: an insert that meets a stored
-// hash burns an id of the autoincrement (SQLite's and PostgreSQL's
-// sequences advance on a conflict too), and mlos_bench's ids run 1, 2, 3
-// for the configurations of an experiment whatever their repeats.
+// configID finds the configuration stored under hash, or stores it. The
+// INSERT stores a row only when the hash is not stored yet (INSERT ...
+// SELECT ... WHERE NOT EXISTS), so that a stored hash burns no id of the
+// autoincrement (SQLite's and PostgreSQL's sequences advance on a plain
+// INSERT's conflict too, and so does InnoDB's counter), and mlos_bench's
+// ids run 1, 2, 3 for the configurations of an experiment whatever their
+// repeats; a new configuration, the common case, costs one statement.
 func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
-	var id int64
-	err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
-	if errors.Is(err, dbsql.ErrNoRows) {
-		id, err = e.insertConfig(ctx, r, hash)
-		if err == nil {
-			rows := make([][]any, 0, len(params))
-			for _, k := range sortedKeys(params) {
-				rows = append(rows, []any{id, k, params[k]})
-			}
-			return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
+	id, err := e.insertConfig(ctx, r, hash)
+	if err == nil {
+		rows := make([][]any, 0, len(params))
+		for _, k := range sortedKeys(params) {
+			rows = append(rows, []any{id, k, params[k]})
 		}
-		if !errors.Is(err, dbsql.ErrNoRows) {
-			return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
-		}
-		// Another process stored it meanwhile.
-		err = r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
+		return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
 	}
-	// Stored before (by this or another experiment): check it is the same.
-	if err != nil {
+	if !errors.Is(err, dbsql.ErrNoRows) {
+		return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
+	}
+	// Stored before (by this or another experiment, or by another
+	// process meanwhile): check it is the same.
+	if err = r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id); err != nil {
 		return 0, fmt.Errorf("storage: find config %s: %w", hash, e.s.scrub(err))
 	}
 	stored := map[string]string{}
@@ -313,26 +324,62 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 }
 
 // insertConfig stores a new configuration hash and returns its id, or
-// dbsql.ErrNoRows when the hash is already stored.
+// dbsql.ErrNoRows when the hash is already stored. Two processes storing
+// the same new hash at once both find it missing; the second insert then
+// meets the first's key (on conflict nothing, or MySQL's duplicate key
+// error, which leaves the transaction going) and may burn an id, as an
+// insert after a look-up did.
 func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (int64, error) {
-	q := `INSERT INTO config (config_hash) VALUES (?)`
 	if e.s.dialect.returning() {
 		var id int64
-		err := r.queryRow(ctx, q+e.s.dialect.ignoreDup("config_hash")+` RETURNING config_id`, hash).Scan(&id)
+		err := r.queryRow(ctx, `INSERT INTO config (config_hash) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM config WHERE config_hash = ?)`+
+			e.s.dialect.ignoreDup("config_hash")+` RETURNING config_id`, hash, hash).Scan(&id)
 		return id, err
 	}
-	res, inserted, err := r.insertNew(ctx, q, "config_hash", hash)
+	// MySQL: a write transaction is READ COMMITTED (mysqlDialect.writeTx),
+	// so the SELECT part is a consistent read that takes no gap lock.
+	res, err := r.exec(ctx, `INSERT INTO config (config_hash) SELECT ? FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM config WHERE config_hash = ?)`, hash, hash)
+	if isDupKey(err) {
+		return 0, dbsql.ErrNoRows
+	}
 	if err != nil {
 		return 0, err
 	}
-	if !inserted {
-		return 0, dbsql.ErrNoRows
+	if ok, err := affected(res); err != nil || !ok {
+		if err == nil {
+			err = dbsql.ErrNoRows
+		}
+		return 0, err
 	}
 	return res.LastInsertId()
 }
 
-// addHistory adds status changes at ts, in order, to a trial's history.
-func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...trial.Status) error {
+// history is addHistory, and with stamp set (a condition on table trial,
+// with stampArgs) the insert also takes the experiment's next change
+// number and gives it to the trials stamp selects (takeAndStamp): it must
+// then be the transaction's last statement. stamped reports whether it
+// did.
+func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, g *guess, stamp string, stampArgs []any, statuses ...trial.Status) (stamped bool, err error) {
+	if stamp == "" || e.s.dialect.name() == "sqlite" {
+		return false, e.addHistory(ctx, r, trialID, ts, statuses...)
+	}
+	q := "INSERT INTO trial_status (exp_id, trial_id, ts, status) VALUES "
+	args := make([]any, 0, 4*len(statuses))
+	for i, row := range e.historyRows(trialID, ts, statuses) {
+		if i > 0 {
+			q += ", "
+		}
+		q += "(?, ?, ?, ?)"
+		args = append(args, row...)
+	}
+	if stamped, err = e.takeAndStamp(ctx, r, q+e.s.historyConflict(), args, g, stamp, stampArgs...); err != nil {
+		return false, fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
+	}
+	return stamped, nil
+}
+
+// historyRows are the rows of trial_status for status changes at ts.
+func (e *experiment) historyRows(trialID int, ts time.Time, statuses []trial.Status) [][]any {
 	rows := make([][]any, len(statuses))
 	for i, st := range statuses {
 		at := ts
@@ -342,6 +389,12 @@ func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts t
 		}
 		rows[i] = []any{e.info.ID, trialID, e.s.dialect.ts(at), st.String()}
 	}
+	return rows
+}
+
+// addHistory adds status changes at ts, in order, to a trial's history.
+func (e *experiment) addHistory(ctx context.Context, r runner, trialID int, ts time.Time, statuses ...trial.Status) error {
+	rows := e.historyRows(trialID, ts, statuses)
 	if err := r.insertRows(ctx, "trial_status", []string{"exp_id", "trial_id", "ts", "status"}, rows, e.s.historyConflict()); err != nil {
 		return fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
 	}
@@ -393,12 +446,13 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		seq := e.guessSeq()
-		q, args := `UPDATE trial SET bench_seq = COALESCE(?, bench_seq), trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{e.seqArg(seq), runnerID, e.info.ID, trialID}, condArgs...)
+		g := e.guessSeq()
+		defer g.release()
+		q, args := `UPDATE trial SET bench_seq = `+e.seqExpr()+`, trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{e.seqArg(g), runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
 			// No trial_runner_id column (mlos_bench adds it): the same checks.
-			q, args = `UPDATE trial SET bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
+			q, args = `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
 		}
 		res, err := r.exec(ctx, q, args...)
 		if err != nil {
@@ -410,7 +464,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, seq, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -420,9 +474,10 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		seq := e.guessSeq()
-		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(seq), e.info.ID, trialID}, condArgs...)...)
+		g := e.guessSeq()
+		defer g.release()
+		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
 		}
@@ -432,7 +487,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, seq, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -447,12 +502,13 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
-		seq := e.guessSeq()
-		q := `UPDATE trial SET status = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-		args := []any{status.String(), e.seqArg(seq), e.info.ID, trialID}
+		g := e.guessSeq()
+		defer g.release()
+		q := `UPDATE trial SET status = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+		args := []any{status.String(), e.seqArg(g), e.info.ID, trialID}
 		if status == trial.RUNNING {
-			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = COALESCE(?, bench_seq) WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(seq), e.info.ID, trialID}
+			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
+			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(g), e.info.ID, trialID}
 		}
 		cond, condArgs := e.owned()
 		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
@@ -465,10 +521,10 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		if err := e.addHistory(ctx, r, trialID, ts, status); err != nil {
+		if stamped, err := e.history(ctx, r, trialID, ts, g, "trial_id = ?", []any{trialID}, status); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, seq, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -480,11 +536,12 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		seq := e.guessSeq()
-		if err := e.finishTrial(ctx, r, fin, seq); err != nil {
+		g := e.guessSeq()
+		defer g.release()
+		if stamped, err := e.finishTrial(ctx, r, fin, g, true); err != nil || stamped {
 			return err
 		}
-		return e.settleTrial(ctx, r, seq, trialID)
+		return e.settleTrial(ctx, r, g, trialID)
 	})
 }
 
@@ -535,34 +592,40 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 	return fin, nil
 }
 
-// finishTrial stores a planned outcome, with change number seq (a guess:
-// the caller settles it, see settle).
-func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, seq int64) error {
+// finishTrial stores a planned outcome; with stamp set, its last
+// statement gives the trial the experiment's next change number
+// (takeAndStamp), and stamped reports whether it did (when not, the
+// caller settles it).
+func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, g *guess, stamp bool) (stamped bool, err error) {
 	trialID, ts := fin.trialID, fin.ts
 	cond, condArgs := e.owned()
-	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = COALESCE(?, bench_seq)
+	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = `+e.seqExpr()+`
 		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(seq), e.info.ID, trialID}, condArgs...)...)
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
-		return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
+		return false, fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	if ok, err := affected(res); err != nil || !ok {
 		if err != nil {
-			return err
+			return false, err
 		}
-		return e.unchanged(ctx, r, trialID, true)
-	}
-	if err := e.addHistory(ctx, r, trialID, ts, fin.status); err != nil {
-		return err
+		return false, e.unchanged(ctx, r, trialID, true)
 	}
 	if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, fin.results, ""); err != nil {
-		return err
+		return false, err
 	}
 	if err := e.insertTelemetry(ctx, r, fin.telemetry); err != nil {
-		return err
+		return false, err
 	}
-	return r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
-		"exit_code", "stdout", "stderr", "truncated", "timed_out", "ts_start", "duration_ns"}, fin.output, "")
+	if err := r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
+		"exit_code", "stdout", "stderr", "truncated", "timed_out", "ts_start", "duration_ns"}, fin.output, ""); err != nil {
+		return false, err
+	}
+	// The status history last: its insert takes the change number.
+	if !stamp {
+		return false, e.addHistory(ctx, r, trialID, ts, fin.status)
+	}
+	return e.history(ctx, r, trialID, ts, g, "trial_id = ?", []any{trialID}, fin.status)
 }
 
 // storedValue is the column value of a result or telemetry value: its
