@@ -314,9 +314,15 @@ func (e *experiment) Changes(ctx context.Context, since int64) ([]storage.Trial,
 		if err != nil && err != dbsql.ErrNoRows {
 			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
 		}
-		if seq.Valid {
-			next = max(seq.Int64, since)
+		if seq.Int64 < since {
+			// The experiment's numbers are behind the caller's: not this
+			// numbering (a database restored from a backup or replaced, or
+			// a number a schema-7 bench took from bench_feed on SQLite that
+			// no trial kept). Everything is changed, as from 0, rather than
+			// nothing until the numbers catch up.
+			since = 0
 		}
+		next = max(seq.Int64, since)
 		if since == 0 {
 			out, err = e.loadTrials(ctx, r, "1 = 1", nil, 0)
 			return err

@@ -274,3 +274,34 @@ func TestChangesAcrossProcesses(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesAheadOfTheFeed: a number ahead of the experiment's (a
+// database restored from a backup, or a number a schema-7 bench took that
+// no trial kept) gives every trial, as from 0, and the experiment's own
+// number, instead of nothing until the numbers catch up.
+func TestChangesAheadOfTheFeed(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := open(t, b.fresh(t))
+		exp := newExperiment(t, s, "feed")
+		for i := range 3 {
+			mustTrial(t, exp, map[string]string{"x": fmt.Sprint(i)})
+		}
+		_, n, err := exp.Changes(ctx, 0)
+		if err != nil || n < 3 {
+			t.Fatalf("Changes(0): %d, %v", n, err)
+		}
+		trs, next, err := exp.Changes(ctx, n+100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(ids(trs)) != "[1 2 3]" || next != n {
+			t.Fatalf("Changes(%d) = %v, %d; want every trial and %d", n+100, ids(trs), next, n)
+		}
+		mustTrial(t, exp, map[string]string{"x": "9"})
+		trs, next2, err := exp.Changes(ctx, next)
+		if err != nil || fmt.Sprint(ids(trs)) != "[4]" || next2 <= next {
+			t.Fatalf("after resync: %v, %d, %v", ids(trs), next2, err)
+		}
+	})
+}
