@@ -322,7 +322,7 @@ func (e *Engine) SubmitPilots(ctx context.Context, name string, argv []string, c
 		if err != nil {
 			return refs, err
 		}
-		full := append([]string{"/bin/sh", "-c", `"$@"; s=$?; echo $s > "$BENCH_EXIT_FILE"`, "sh"}, argv...)
+		full := append([]string{"/bin/sh", "-c", `"$@"; s=$?; echo $s > "$BENCH_EXIT_FILE.tmp" && mv "$BENCH_EXIT_FILE.tmp" "$BENCH_EXIT_FILE"`, "sh"}, argv...)
 		cmd := exec.Command(full[0], full[1:]...)
 		cmd.Dir = e.dir
 		cmd.Env = append(reaper.Unmarked(os.Environ()), "BENCH_EXIT_FILE="+r.Exit) // outlives bench: no owner mark
