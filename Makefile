@@ -4,7 +4,7 @@ build:
 	CGO_ENABLED=0 go build -o bin/bench ./cmd/bench
 
 install:
-	go install ./cmd/bench
+	CGO_ENABLED=0 go install ./cmd/bench
 
 # The full test suite with real servers (sshd, moto, PostgreSQL, ...).
 test:
