@@ -313,10 +313,15 @@ func traceSeries(trials []storage.Trial, name string, max bool) (pts, best plott
 			continue
 		}
 		pts = append(pts, plotter.XY{X: float64(t.ID), Y: v})
-		if !have || (max && v > cur) || (!max && v < cur) {
+		// A multi-fidelity run's lower-fidelity result is drawn but is
+		// never the best so far, as it is never the best trial
+		// (storage.Best).
+		if !trial.LowFidelity(t.Metadata) && (!have || (max && v > cur) || (!max && v < cur)) {
 			cur, have = v, true
 		}
-		best = append(best, plotter.XY{X: float64(t.ID), Y: cur})
+		if have {
+			best = append(best, plotter.XY{X: float64(t.ID), Y: cur})
+		}
 	}
 	return pts, best
 }

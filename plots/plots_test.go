@@ -346,3 +346,36 @@ func TestExtremeValues(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceBestSoFarFullFidelityOnly: in a multi-fidelity experiment the
+// best so far is full fidelity's, as bench run's best trial and bench
+// results --best are (storage.Best): a lower value measured at a low
+// fidelity is drawn as a point but is never the best so far.
+func TestTraceBestSoFarFullFidelityOnly(t *testing.T) {
+	at := func(id int, fid string, y float64) storage.Trial {
+		return storage.Trial{ID: id, Status: trial.SUCCEEDED, Results: storage.Metrics{"y": y},
+			Metadata: map[string]string{trial.FidelityKey: fid, trial.FidelityMaxKey: "27", trial.FidelityParamKey: "epochs"}}
+	}
+	trials := []storage.Trial{at(1, "1", 0.5), at(2, "27", 4), at(3, "3", 0.2), at(4, "27", 3), at(5, "27", 5)}
+	pts, best := traceSeries(trials, "y", false)
+	if len(pts) != 5 {
+		t.Errorf("%d points drawn, want every one of the 5 trials", len(pts))
+	}
+	var got, xs []float64
+	for _, p := range best {
+		got = append(got, p.Y)
+		xs = append(xs, p.X)
+	}
+	// Trial 1 ran at 1 of 27 epochs: no best yet.
+	if want, wantX := []float64{4, 4, 3, 3}, []float64{2, 3, 4, 5}; !equal(got, want) || !equal(xs, wantX) {
+		t.Errorf("best so far %v at trials %v, want %v at %v", got, xs, want, wantX)
+	}
+	info := storage.ExperimentInfo{ID: "mf", Objectives: []storage.Objective{{Name: "y", Direction: "min"}}}
+	fig, err := Trace(info, trials[:1])
+	if err != nil {
+		t.Fatalf("a trace with no full-fidelity trial yet: %v", err)
+	}
+	if out, err := fig.Render("svg", 96); err != nil || len(out) == 0 {
+		t.Errorf("drawing a trace with no full-fidelity trial yet: %d bytes, %v", len(out), err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/benchtune/bench/storage"
+	"github.com/benchtune/bench/trial"
 )
 
 const (
@@ -39,13 +40,17 @@ func (m *model) traceChart(i int) template.HTML {
 		xs, ys = append(xs, float64(t.ID)), append(ys, v)
 		pts = append(pts, point{x: float64(t.ID), y: v, trial: t.ID, colour: orderColourBucketed(k, len(m.ok)), reused: t.ReusedFrom != nil,
 			title: fmt.Sprintf("trial %d: %s = %s", t.ID, o.Name, num(v))})
-		if math.IsNaN(best) || (o.Max && v > best) || (!o.Max && v < best) {
+		// A multi-fidelity run's lower-fidelity result is drawn but is
+		// never the best so far, as it is never the best (model.best).
+		if !trial.LowFidelity(t.Metadata) && (math.IsNaN(best) || (o.Max && v > best) || (!o.Max && v < best)) {
 			if !math.IsNaN(best) {
 				bx, by = append(bx, float64(t.ID)), append(by, best)
 			}
 			best = v
 		}
-		bx, by = append(bx, float64(t.ID)), append(by, best)
+		if !math.IsNaN(best) {
+			bx, by = append(bx, float64(t.ID)), append(by, best)
+		}
 	}
 	dir := "min"
 	if o.Max {
