@@ -86,11 +86,7 @@ func TestMFBenchRuns(t *testing.T) {
 
 // TestParseMFMethod: the gp-fid methods' suffixes, in order.
 func TestParseMFMethod(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want mfOptions
-		ok   bool
-	}{
+	checkParse(t, parseMFMethod, []parseCase[mfOptions]{
 		{"asha-gp-fid", mfOptions{asha: true}, true},
 		{"hb-gp-fid", mfOptions{}, true},
 		{"asha-gp-fid-model", mfOptions{asha: true, model: true}, true},
@@ -101,10 +97,5 @@ func TestParseMFMethod(t *testing.T) {
 		{"asha-gp-fid-min0", mfOptions{}, false},
 		{"asha-gp-fidmodel", mfOptions{}, false},
 		{"hb-random-model", mfOptions{}, false},
-	} {
-		got, ok := parseMFMethod(tc.in)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }

@@ -10,11 +10,7 @@ import (
 // TestParseMFAcq: the mfacq methods' suffixes, in order, and κ's default.
 func TestParseMFAcq(t *testing.T) {
 	k := bayes.DefaultFidelityKappa
-	for _, tc := range []struct {
-		in   string
-		want mfOptions
-		ok   bool
-	}{
+	checkParse(t, parseMFAcq, []parseCase[mfOptions]{
 		{"hb-gp-mfacq", mfOptions{acq: k}, true},
 		{"asha-gp-mfacq", mfOptions{asha: true, acq: k}, true},
 		{"asha-gp-mfacq-min3", mfOptions{asha: true, min: 3, acq: k}, true},
@@ -24,12 +20,7 @@ func TestParseMFAcq(t *testing.T) {
 		{"hb-gp-mfacq-model-min3", mfOptions{}, false},
 		{"hb-gp-mfacqmodel", mfOptions{}, false},
 		{"hb-gp-fid", mfOptions{}, false},
-	} {
-		got, ok := parseMFAcq(tc.in)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }
 
 // TestMFAcqRun: the mfacq methods run through -mf like the others: they

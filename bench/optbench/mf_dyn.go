@@ -25,7 +25,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/schedulers/hyperband"
@@ -49,36 +48,9 @@ func parseMFDyn(m string) (mfDynOptions, bool) {
 	if !ok {
 		return o, false
 	}
-	if rest == "" {
-		return o, true
-	}
-	if !strings.HasPrefix(rest, "-") {
-		return o, false
-	}
-	stage := 0
-	for _, part := range strings.Split(rest[1:], "-") {
-		switch {
-		case strings.HasPrefix(part, "min") && stage < 1:
-			v, err := strconv.ParseFloat(part[3:], 64)
-			if err != nil || v <= 0 {
-				return o, false
-			}
-			o.min, stage = v, 1
-		case strings.HasPrefix(part, "eta") && stage < 2:
-			v, err := strconv.Atoi(part[3:])
-			if err != nil || v < 2 {
-				return o, false
-			}
-			o.eta, stage = v, 2
-		case part == "full" && stage < 3:
-			o.full, stage = true, 3
-		case part == "cost" && stage < 4:
-			o.cost, stage = true, 4
-		default:
-			return o, false
-		}
-	}
-	return o, true
+	ok = parseMFSuffixes(rest, mfMin(&o.min), mfInt("eta", 2, mfNoMax, func(n int) { o.eta = n }),
+		mfFlag("full", &o.full), mfFlag("cost", &o.cost))
+	return o, ok
 }
 
 // mfDynRun is mfRun for a dyn method: the same runners, cost and quality,

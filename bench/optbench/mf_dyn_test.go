@@ -37,11 +37,7 @@ func TestMFDynRun(t *testing.T) {
 
 // TestParseMFDyn: the dyn methods' suffixes, in order.
 func TestParseMFDyn(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want mfDynOptions
-		ok   bool
-	}{
+	checkParse(t, parseMFDyn, []parseCase[mfDynOptions]{
 		{"dyn-gp-fid", mfDynOptions{eta: 3}, true},
 		{"dyn-gp-fid-min3", mfDynOptions{min: 3, eta: 3}, true},
 		{"dyn-gp-fid-min3-eta2-full-cost", mfDynOptions{min: 3, eta: 2, full: true, cost: true}, true},
@@ -50,10 +46,5 @@ func TestParseMFDyn(t *testing.T) {
 		{"dyn-gp-fid-cost-full", mfDynOptions{}, false},
 		{"dyn-gp-fidcost", mfDynOptions{}, false},
 		{"dyn-random", mfDynOptions{}, false},
-	} {
-		got, ok := parseMFDyn(tc.in)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }
