@@ -31,7 +31,7 @@ func TestDecodeNoiseSearch(t *testing.T) {
 		want    string
 	}{
 		{map[string]any{"noise_aware": true, "noise_search": "trust_region"}, `noise_search must be "global" (default) or "local", got trust_region`},
-		{map[string]any{"noise_aware": true, "noise_search": int64(1)}, `noise_search must be "global" or "local", got 1`},
+		{map[string]any{"noise_aware": true, "noise_search": int64(1)}, `noise_search must be "global" (default) or "local", got 1`},
 		{map[string]any{"noise_search": "local"}, `noise_search "local" needs noise_aware: true`},
 	} {
 		if _, err := DecodeConfig("", nil, tc.globals, source.Ref{}, "exp", true); err == nil || !strings.Contains(err.Error(), tc.want) {

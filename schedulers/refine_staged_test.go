@@ -36,7 +36,7 @@ func TestDecodeConfirmRefineMode(t *testing.T) {
 		want    string
 	}{
 		{map[string]any{"noise_aware": true, "confirm_top_k": int64(2), "confirm_refine": int64(30), "confirm_refine_mode": "stages"}, `confirm_refine_mode must be "design" (default) or "staged", got stages`},
-		{map[string]any{"confirm_refine_mode": int64(3)}, `confirm_refine_mode must be "design" or "staged", got 3`},
+		{map[string]any{"confirm_refine_mode": int64(3)}, `confirm_refine_mode must be "design" (default) or "staged", got 3`},
 		{map[string]any{"noise_aware": true, "confirm_refine_mode": "staged"}, `confirm_refine_mode "staged" needs confirm_refine > 0`},
 		{map[string]any{"confirm_top_k": int64(2), "confirm_refine": int64(30), "confirm_refine_mode": "staged"}, `confirm_refine_mode "staged" needs noise_aware: true`},
 	} {
