@@ -2,7 +2,6 @@ package schedulers
 
 import (
 	"context"
-	"maps"
 
 	"github.com/benchtune/bench/analysis"
 	"github.com/benchtune/bench/optimizers"
@@ -66,23 +65,7 @@ func (d *dispatch) refineStaged(ctx context.Context, all []storage.Trial) (map[s
 			s.log.Warn("staged refinement: no design", "round", i+1, "err", err)
 			return nil, nil
 		}
-		queued := 0
-		for _, v := range design {
-			tun := s.o.Tunables.Copy()
-			if err := tun.Assign(v); err != nil {
-				continue
-			}
-			meta := d.metadata(tun)
-			meta[analysis.MetaPhase] = PhaseRefine
-			spec := storage.TrialSpec{ConfigHash: tun.Hash(), Params: tun.StringValues(), Metadata: maps.Clone(meta)}
-			d.queue = append(d.queue, item{spec: &spec})
-			queued++
-		}
-		s.log.Info("staged refinement: a local design around the model's estimate of the bottom", "round", i+1, "trials", queued)
-		s.stats.Planned += queued
-		d.noMore = true
-		d.stopApplied = true
-		if err := d.loop(ctx); err != nil {
+		if err := d.runRefineDesign(ctx, design, "staged refinement: a local design around the model's estimate of the bottom", "round", i+1); err != nil { // refine.go
 			return nil, err
 		}
 	}
