@@ -11,7 +11,6 @@ import (
 
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/optimizers"
-	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
@@ -40,13 +39,7 @@ func TestFidelityStartAcquisitionNeedsChooser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(cfg, []Runner{&fidRunner{id: 1, param: "budget", mu: nil}}, randomOpt(t, 5), exp,
-		Options{Tunables: fidTunables(t), Globals: map[string]any{"experiment_id": "e", "budget": int64(9)}})
+	err = newFidErr(t, cfg, randomOpt(t, 5))
 	if err == nil || !strings.Contains(err.Error(), `/config/fidelity/start`) || !strings.Contains(err.Error(), `fidelity.start "acquisition" needs an optimizer`) ||
 		!strings.Contains(err.Error(), `use start "bracket"`) {
 		t.Errorf("error %v", err)

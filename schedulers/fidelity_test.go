@@ -357,10 +357,7 @@ func TestFidelityHyperband(t *testing.T) {
 			t.Errorf("observation without x: %v", v)
 		}
 	}
-	best, _, ok := storage.Best(trs, fs.s.targets)
-	if !ok || trial.LowFidelity(best.Metadata) {
-		t.Errorf("best trial %d at fidelity %s", best.ID, best.Metadata[trial.FidelityKey])
-	}
+	checkBestFull(t, fs, trs)
 	if fs.s.Stats().Planned != 0 {
 		t.Errorf("planned %d, want 0 (unknown)", fs.s.Stats().Planned)
 	}
