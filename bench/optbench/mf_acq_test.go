@@ -30,13 +30,7 @@ func TestMFAcqRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
 	for _, m := range []string{"hb-gp-mfacq", "asha-gp-mfacq", "asha-gp-mfacq-min3-model-k200"} {
 		for _, cont := range []bool{false, true} {
-			tr, err := mfRun(p, m, cont, 1, 200)
-			if err != nil {
-				t.Fatalf("%s: %v", m, err)
-			}
-			if tr.evals < 10 || len(tr.cost) == 0 || tr.cost[len(tr.cost)-1] > 200+4*9 || tr.final() < braninProblem().optimum-1e-9 {
-				t.Errorf("%s continue=%v: %d runs, costs %v, quality %v", m, cont, tr.evals, tr.cost, tr.quality)
-			}
+			checkMFRun(t, p, braninProblem().optimum, m, cont, 10) // hyperband_mf_test.go
 		}
 	}
 	var b strings.Builder
