@@ -1,6 +1,7 @@
 package hyperband
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -141,11 +142,7 @@ func TestResumeMatchesWithRanker(t *testing.T) {
 			t.Fatalf("seed %d: running %d/%d, counts %v/%v", seed, a.Running(), b.Running(), a.Counts(), b.Counts())
 		}
 		for i := 0; i < 30; i++ {
-			ja, oka := a.Promotion()
-			jb, okb := b.Promotion()
-			if oka != okb || ja != jb {
-				t.Fatalf("seed %d, decision %d after resume: %+v %v, want %+v %v", seed, i, jb, okb, ja, oka)
-			}
+			ja, oka := samePromotion(t, a, b, fmt.Sprintf("seed %d, decision %d after resume", seed, i))
 			if !oka {
 				pred[next] = rng.Float64()
 				full := rng.IntN(5) == 0

@@ -63,3 +63,15 @@ func resumeFrom(t *testing.T, p *Planner[int], runs []playedRun) {
 		}
 	}
 }
+
+// samePromotion checks that planners a (never stopped) and b (resumed)
+// make the same promotion decision, and returns a's.
+func samePromotion(t *testing.T, a, b *Planner[int], at string) (Job[int], bool) {
+	t.Helper()
+	ja, oka := a.Promotion()
+	jb, okb := b.Promotion()
+	if oka != okb || ja != jb {
+		t.Fatalf("%s: %+v %v, want %+v %v", at, jb, okb, ja, oka)
+	}
+	return ja, oka
+}
