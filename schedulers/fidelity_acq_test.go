@@ -33,13 +33,10 @@ func TestDecodeFidelityStartAcquisition(t *testing.T) {
 // optimizer that cannot choose a fidelity (RANDOM) is refused when the
 // scheduler is built, with the key and what to use instead.
 func TestFidelityStartAcquisitionNeedsChooser(t *testing.T) {
-	cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler",
-		map[string]any{"fidelity": map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "start": "acquisition"}},
-		nil, source.Ref{}, "e", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = newFidErr(t, cfg, randomOpt(t, 5))
+	cfg := decodeSchedDoc(t, `{"class": "bench.schedulers.ParallelScheduler", "config": {
+  "fidelity": {"param": "budget", "min": 1, "max": 9, "start": "acquisition"}
+}}`)
+	err := newFidErr(t, cfg, randomOpt(t, 5))
 	if err == nil || !strings.Contains(err.Error(), `/config/fidelity/start`) || !strings.Contains(err.Error(), `fidelity.start "acquisition" needs an optimizer`) ||
 		!strings.Contains(err.Error(), `use start "bracket"`) {
 		t.Errorf("error %v", err)

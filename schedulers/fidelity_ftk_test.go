@@ -35,13 +35,10 @@ func TestDecodeFidelityKernel(t *testing.T) {
 // TestFidelityKernelNeedsModel: kernel "decay" with RANDOM (no model) is
 // refused when the scheduler is built, with the key and what to use.
 func TestFidelityKernelNeedsModel(t *testing.T) {
-	cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler",
-		map[string]any{"fidelity": map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "kernel": "decay"}},
-		nil, source.Ref{}, "e", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = newFidErr(t, cfg, randomOpt(t, 5))
+	cfg := decodeSchedDoc(t, `{"class": "bench.schedulers.ParallelScheduler", "config": {
+  "fidelity": {"param": "budget", "min": 1, "max": 9, "kernel": "decay"}
+}}`)
+	err := newFidErr(t, cfg, randomOpt(t, 5))
 	if err == nil || !strings.Contains(err.Error(), "/config/fidelity/kernel") || !strings.Contains(err.Error(), `fidelity.kernel "decay" needs an optimizer`) {
 		t.Errorf("error %v", err)
 	}

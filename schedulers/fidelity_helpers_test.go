@@ -75,3 +75,20 @@ func checkBestFull(t *testing.T, fs fidSetup, trs []storage.Trial) {
 		t.Errorf("best trial %d at fidelity %s", best.ID, best.Metadata[trial.FidelityKey])
 	}
 }
+
+// checkResumedAll checks the trials of a run and its resume together:
+// every one finished, over n configurations (max_suggestions, across
+// both runs).
+func checkResumedAll(t *testing.T, all []storage.Trial, n int) {
+	t.Helper()
+	configs := map[string]bool{}
+	for _, tr := range all {
+		configs[cfgKey(tr.Params, "budget")] = true
+		if !tr.Finished() {
+			t.Errorf("trial %d left %s", tr.ID, tr.Status)
+		}
+	}
+	if len(configs) != n {
+		t.Errorf("%d configurations, want %d (max_suggestions, across both runs)", len(configs), n)
+	}
+}

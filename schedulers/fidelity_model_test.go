@@ -212,16 +212,7 @@ func TestFidelityPromoteByModelResume(t *testing.T) {
 	all := trials(t, fs2.exp)
 	checkPlan(t, all, "budget", append(*fs.runs, runs...))
 	checkModelPromotions(t, all)
-	configs := map[string]bool{}
-	for _, tr := range all {
-		configs[cfgKey(tr.Params, "budget")] = true
-		if !tr.Finished() {
-			t.Errorf("trial %d left %s", tr.ID, tr.Status)
-		}
-	}
-	if len(configs) != 8 {
-		t.Errorf("%d configurations, want 8 (max_suggestions, across both runs)", len(configs))
-	}
+	checkResumedAll(t, all, 8)
 	if opt.calls == 0 {
 		t.Error("the resumed run did not ask the model")
 	}
