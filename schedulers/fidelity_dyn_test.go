@@ -42,14 +42,8 @@ func TestDecodeFidelityPlanner(t *testing.T) {
 		{in: base(map[string]any{"planer": "dyhpo"}), err: `fidelity: unknown key "planer" (did you mean "planner"?)`},
 	} {
 		got, err := DecodeConfig("", map[string]any{"fidelity": tc.in}, nil, source.Ref{}, "e", false)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%v: error %v, want %q", tc.in, err, tc.err)
-			}
+		if !wantDecoded(t, tc.in, err, tc.err) {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tc.in, err)
 		}
 		if got.Fidelity.Planner != tc.planner || got.Fidelity.Brackets != tc.brackets {
 			t.Errorf("%v: planner %q brackets %d, want %q %d", tc.in, got.Fidelity.Planner, got.Fidelity.Brackets, tc.planner, tc.brackets)

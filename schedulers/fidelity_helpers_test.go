@@ -3,6 +3,7 @@ package schedulers
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -91,4 +92,21 @@ func checkResumedAll(t *testing.T, all []storage.Trial, n int) {
 	if len(configs) != n {
 		t.Errorf("%d configurations, want %d (max_suggestions, across both runs)", len(configs), n)
 	}
+}
+
+// wantDecoded checks a decode table's case in: its error err against
+// wantErr ("" for none), and reports whether the decoded config is there
+// to check further.
+func wantDecoded(t *testing.T, in any, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%v: error %v, want %q", in, err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%v: %v", in, err)
+	}
+	return true
 }

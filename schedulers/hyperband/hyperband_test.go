@@ -260,9 +260,7 @@ func TestResumeMatches(t *testing.T) {
 		})
 		b, _ := New[int](c)
 		resumeFrom(t, b, runs)
-		if a.Running() != b.Running() || !cmp.Equal(a.Counts(), b.Counts()) {
-			t.Fatalf("seed %d: running %d/%d, counts %v/%v", seed, a.Running(), b.Running(), a.Counts(), b.Counts())
-		}
+		sameCounts(t, a, b, fmt.Sprint("seed ", seed))
 		for i := 0; i < 30; i++ {
 			ja, oka := samePromotion(t, a, b, fmt.Sprintf("seed %d, decision %d after resume", seed, i))
 			if !oka {

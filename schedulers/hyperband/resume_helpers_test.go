@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // playedRun is one run of a played experiment, as the scheduler stores it
@@ -74,4 +76,13 @@ func samePromotion(t *testing.T, a, b *Planner[int], at string) (Job[int], bool)
 		t.Fatalf("%s: %+v %v, want %+v %v", at, jb, okb, ja, oka)
 	}
 	return ja, oka
+}
+
+// sameCounts checks that planners a (never stopped) and b (resumed) have
+// the same number of running jobs and the same counts per rung.
+func sameCounts(t *testing.T, a, b *Planner[int], at string) {
+	t.Helper()
+	if a.Running() != b.Running() || !cmp.Equal(a.Counts(), b.Counts()) {
+		t.Fatalf("%s: running %d/%d, counts %v/%v", at, a.Running(), b.Running(), a.Counts(), b.Counts())
+	}
 }
