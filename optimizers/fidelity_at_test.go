@@ -1,12 +1,10 @@
 package optimizers
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -16,15 +14,8 @@ import (
 // where it has few; one incumbent per fidelity. It declines before
 // SetFidelity and without results, and refuses mismatched lengths.
 func TestMlosCorePredictAt(t *testing.T) {
-	ctx := context.Background()
 	o := newFidOpt(t, "SMAC", true)
-	at := func(a, b, c float64, d int64) *tunables.Groups {
-		tun := o.tunables.Copy()
-		if err := tun.Assign(map[string]any{"a": a, "b": b, "c": c, "duration": d}); err != nil {
-			t.Fatal(err)
-		}
-		return tun
-	}
+	at := fidAt(t, o)
 	p := at(0.5, 0.5, 0.5, 60)
 	if _, _, ok, err := o.PredictAt([]*tunables.Groups{p}, []float64{5}); ok || err != nil {
 		t.Errorf("before SetFidelity: ok %v, err %v", ok, err)
@@ -36,25 +27,7 @@ func TestMlosCorePredictAt(t *testing.T) {
 		t.Errorf("without results: ok %v, err %v", ok, err)
 	}
 	rng := rand.New(rand.NewPCG(3, 3))
-	for round := range 12 {
-		sugs, err := o.Suggest(ctx, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, s := range sugs {
-			d := 5.0
-			if i == 0 && round%4 == 3 {
-				d = 60
-			}
-			tun := s.Tunables.Copy()
-			if err := tun.Assign(map[string]any{"duration": int64(d)}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := o.ObserveAt(s.ID, tun, d, trial.SUCCEEDED, map[string]any{"score": curveScore(tun, 1+26*(d-5)/55, rng)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	observeDurationRounds(t, o, rng, 12, 4)
 	if _, _, _, err := o.PredictAt([]*tunables.Groups{p}, []float64{5, 60}); err == nil {
 		t.Error("2 fidelities for 1 configuration accepted")
 	}

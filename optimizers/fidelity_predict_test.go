@@ -1,12 +1,10 @@
 package optimizers
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -16,7 +14,6 @@ import (
 // lowest fidelity favours; RANDOM and FLAML do not predict; nothing is
 // predicted before SetFidelity.
 func TestMlosCorePredictFull(t *testing.T) {
-	ctx := context.Background()
 	for _, typ := range []string{"RANDOM", "FLAML"} {
 		if o := newFidOpt(t, typ, false); o.PredictsFull() {
 			t.Errorf("%s predicts", typ)
@@ -26,13 +23,7 @@ func TestMlosCorePredictFull(t *testing.T) {
 	if !o.PredictsFull() {
 		t.Fatal("SMAC does not predict")
 	}
-	at := func(a, b, c float64, d int64) *tunables.Groups {
-		tun := o.tunables.Copy()
-		if err := tun.Assign(map[string]any{"a": a, "b": b, "c": c, "duration": d}); err != nil {
-			t.Fatal(err)
-		}
-		return tun
-	}
+	at := fidAt(t, o)
 	if _, _, ok, err := o.PredictFull([]*tunables.Groups{at(0.5, 0.5, 0.5, 60)}, false); ok || err != nil {
 		t.Errorf("before SetFidelity: ok %v, err %v", ok, err)
 	}
@@ -43,26 +34,7 @@ func TestMlosCorePredictFull(t *testing.T) {
 		t.Errorf("without results: ok %v, err %v", ok, err)
 	}
 	rng := rand.New(rand.NewPCG(2, 2))
-	for round := range 15 {
-		sugs, err := o.Suggest(ctx, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, s := range sugs {
-			d := 5.0
-			if i == 0 && round%3 == 2 {
-				d = 60
-			}
-			tun := s.Tunables.Copy()
-			if err := tun.Assign(map[string]any{"duration": int64(d)}); err != nil {
-				t.Fatal(err)
-			}
-			y := curveScore(tun, 1+26*(d-5)/55, rng)
-			if _, err := o.ObserveAt(s.ID, tun, d, trial.SUCCEEDED, map[string]any{"score": y}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	observeDurationRounds(t, o, rng, 15, 3)
 	// The full-fidelity optimum against a point the low fidelity's tilt
 	// (0.3a) favours less than its distance costs at full fidelity.
 	good, far := at(0.75, 0.25, 0.5, 5), at(0.1, 0.9, 0.1, 60)

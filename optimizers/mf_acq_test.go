@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/benchtune/bench/trial"
-	"github.com/benchtune/bench/tunables"
 )
 
 // TestMlosCoreChooseStart: SMAC with a fidelity (a global here) chooses
@@ -24,13 +23,7 @@ func TestMlosCoreChooseStart(t *testing.T) {
 		}
 	}
 	o := newFidOpt(t, "SMAC", false)
-	at := func(a, b, c float64) *tunables.Groups {
-		tun := o.tunables.Copy()
-		if err := tun.Assign(map[string]any{"a": a, "b": b, "c": c}); err != nil {
-			t.Fatal(err)
-		}
-		return tun
-	}
+	at := fidAt(t, o)
 	fids := []float64{1, 3, 9, 27}
 	if _, ok, err := o.ChooseStart(at(0.5, 0.5, 0.5), fids, 0); ok || err != nil {
 		t.Errorf("before SetFidelity: ok %v, err %v", ok, err)

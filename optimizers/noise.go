@@ -87,13 +87,7 @@ func (m *MlosCore) Ranked(k int) []map[string]any {
 			pts = []tunables.Point{o.X}
 		}
 	}
-	var out []map[string]any
-	for _, p := range pts {
-		if v, err := m.space.Decode(p); err == nil {
-			out = append(out, v)
-		}
-	}
-	return out
+	return m.decodeAll(pts) // refine.go
 }
 
 // NoiseLevel reports the Bayesian model's learned noise.

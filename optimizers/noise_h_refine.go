@@ -49,6 +49,21 @@ func (m *MlosCore) stagedEngine() (stagedEngine, error) {
 	return e, nil
 }
 
+// stagedRun returns the staged refinement under way, started around the
+// model's best when none is (the first round, or after a resume).
+func (m *MlosCore) stagedRun() (*bayes.Staged, error) {
+	e, err := m.stagedEngine()
+	if err != nil {
+		return nil, err
+	}
+	if m.staged == nil {
+		if m.staged, err = e.NewStaged(); err != nil {
+			return nil, err
+		}
+	}
+	return m.staged, nil
+}
+
 // RefineSettled reports whether the search has settled (bayes'
 // SearchSettled with bayes.StagedSettledFactor).
 func (m *MlosCore) RefineSettled() bool {
@@ -59,42 +74,26 @@ func (m *MlosCore) RefineSettled() bool {
 // RefineStageDesign returns the next round's n configurations of the
 // staged refinement (the first call starts it around the model's best).
 func (m *MlosCore) RefineStageDesign(n int) ([]map[string]any, error) {
-	e, err := m.stagedEngine()
+	st, err := m.stagedRun()
 	if err != nil {
 		return nil, err
 	}
-	if m.staged == nil {
-		if m.staged, err = e.NewStaged(); err != nil {
-			return nil, err
-		}
-	}
-	pts, err := m.staged.Design(n)
+	pts, err := st.Design(n)
 	if err != nil {
 		return nil, err
 	}
-	var out []map[string]any
-	for _, p := range pts {
-		if v, err := m.space.Decode(p); err == nil {
-			out = append(out, v)
-		}
-	}
-	return out, nil
+	return m.decodeAll(pts), nil // refine.go
 }
 
 // RefineStagedBest returns the minimiser of the posterior mean in the
 // last round's box (in the first box around the model's best when no
 // round ran in this process, e.g. after a resume).
 func (m *MlosCore) RefineStagedBest() (map[string]any, error) {
-	e, err := m.stagedEngine()
+	st, err := m.stagedRun()
 	if err != nil {
 		return nil, err
 	}
-	if m.staged == nil {
-		if m.staged, err = e.NewStaged(); err != nil {
-			return nil, err
-		}
-	}
-	p, err := m.staged.Best()
+	p, err := st.Best()
 	if err != nil {
 		return nil, err
 	}

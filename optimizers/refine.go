@@ -53,13 +53,7 @@ func (m *MlosCore) RefineDesign(n int) ([]map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []map[string]any
-	for _, p := range pts {
-		if v, err := m.space.Decode(p); err == nil {
-			out = append(out, v)
-		}
-	}
-	return out, nil
+	return m.decodeAll(pts), nil
 }
 
 // RefineBest returns the configuration near the model's best with the
@@ -74,4 +68,16 @@ func (m *MlosCore) RefineBest() (map[string]any, error) {
 		return nil, err
 	}
 	return m.space.Decode(p)
+}
+
+// decodeAll decodes points of the search space into configurations,
+// leaving out those that do not decode.
+func (m *MlosCore) decodeAll(pts []tunables.Point) []map[string]any {
+	var out []map[string]any
+	for _, p := range pts {
+		if v, err := m.space.Decode(p); err == nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/optimizers"
-	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 	"github.com/benchtune/bench/tunables"
 )
@@ -34,19 +33,10 @@ func TestDecodeFidelityStartAcquisition(t *testing.T) {
 // optimizer that cannot choose a fidelity (RANDOM) is refused when the
 // scheduler is built, with the key and what to use instead.
 func TestFidelityStartAcquisitionNeedsChooser(t *testing.T) {
-	cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler",
-		map[string]any{"fidelity": map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "start": "acquisition"}},
-		nil, source.Ref{}, "e", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(cfg, []Runner{&fidRunner{id: 1, param: "budget", mu: nil}}, randomOpt(t, 5), exp,
-		Options{Tunables: fidTunables(t), Globals: map[string]any{"experiment_id": "e", "budget": int64(9)}})
+	cfg := decodeSchedDoc(t, `{"class": "bench.schedulers.ParallelScheduler", "config": {
+  "fidelity": {"param": "budget", "min": 1, "max": 9, "start": "acquisition"}
+}}`)
+	err := newFidErr(t, cfg, randomOpt(t, 5))
 	if err == nil || !strings.Contains(err.Error(), `/config/fidelity/start`) || !strings.Contains(err.Error(), `fidelity.start "acquisition" needs an optimizer`) ||
 		!strings.Contains(err.Error(), `use start "bracket"`) {
 		t.Errorf("error %v", err)

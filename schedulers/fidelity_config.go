@@ -243,12 +243,10 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 		if !ok {
 			return
 		}
-		str, _ := v.(string)
-		if str = strings.TrimSpace(str); slices.Contains(allowed, str) {
-			*dst = str
-			return
+		at := ref.Child(key)
+		if s, ok := decodeChoice(v, "fidelity."+key, explain, false, func(format string, args ...any) { bad(at, format, args...) }, allowed...); ok {
+			*dst = s
 		}
-		bad(ref.Child(key), "fidelity.%s must be %s, got %v", key, explain, configs.PyStr(v))
 	}
 	choice("promotion", &f.Promotion, fmt.Sprintf("%q or %q", PromotionRerun, PromotionContinue), PromotionRerun, PromotionContinue)
 	choice("promote_by", &f.PromoteBy, fmt.Sprintf("%q (the values observed at the rung, ASHA's rule) or %q (the optimizer's predicted value at full fidelity)",

@@ -42,14 +42,8 @@ func TestDecodeFidelityPlanner(t *testing.T) {
 		{in: base(map[string]any{"planer": "dyhpo"}), err: `fidelity: unknown key "planer" (did you mean "planner"?)`},
 	} {
 		got, err := DecodeConfig("", map[string]any{"fidelity": tc.in}, nil, source.Ref{}, "e", false)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%v: error %v, want %q", tc.in, err, tc.err)
-			}
+		if !wantDecoded(t, tc.in, err, tc.err) {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tc.in, err)
 		}
 		if got.Fidelity.Planner != tc.planner || got.Fidelity.Brackets != tc.brackets {
 			t.Errorf("%v: planner %q brackets %d, want %q %d", tc.in, got.Fidelity.Planner, got.Fidelity.Brackets, tc.planner, tc.brackets)
@@ -168,37 +162,18 @@ func TestFidelityDyHPO(t *testing.T) {
 	if opt.atCalls == 0 || opt.observedAt != len(trs) {
 		t.Errorf("%d predictions; %d outcomes observed of %d trials", opt.atCalls, opt.observedAt, len(trs))
 	}
-	best, _, ok := storage.Best(trs, fs.s.targets)
-	if !ok || trial.LowFidelity(best.Metadata) {
-		t.Errorf("best trial %d at fidelity %s", best.ID, best.Metadata[trial.FidelityKey])
-	}
+	checkBestFull(t, fs, trs)
 }
 
 // TestFidelityDyHPONeedsPredictor: planner "dyhpo" with an optimizer that
 // does not predict at every fidelity is refused, pointing at the key.
 func TestFidelityDyHPONeedsPredictor(t *testing.T) {
-	doc, err := source.Parse("sched.jsonc", []byte(`{"class": "bench.schedulers.ParallelScheduler", "config": {
+	cfg := decodeSchedDoc(t, `{"class": "bench.schedulers.ParallelScheduler", "config": {
   "fidelity": {"param": "budget", "min": 1, "max": 9, "planner": "dyhpo"}
-}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgObj, _ := doc.Root.Get("config").Value().(map[string]any)
-	cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler", cfgObj, nil, doc.At(), "e", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+}}`)
 	// RANDOM (no model) and an optimizer that is not FidelityAware.
 	for _, opt := range []optimizers.Optimizer{randomOpt(t, 5), &obsOpt{Optimizer: randomOpt(t, 5)}} {
-		var mu sync.Mutex
-		var runs []Spec
-		_, err := New(cfg, []Runner{&fidRunner{id: 1, param: "budget", mu: &mu, runs: &runs}}, opt, exp,
-			Options{Tunables: fidTunables(t), Globals: map[string]any{"budget": int64(9)}})
+		err := newFidErr(t, cfg, opt)
 		if err == nil || !strings.Contains(err.Error(), "sched.jsonc:2:") || !strings.Contains(err.Error(), "/config/fidelity/planner") ||
 			!strings.Contains(err.Error(), `fidelity.planner "dyhpo" needs an optimizer whose model learns from every fidelity and predicts at any of them`) {
 			t.Errorf("%T: error %v", opt, err)
@@ -212,11 +187,7 @@ func TestFidelityDyHPONeedsPredictor(t *testing.T) {
 // min and some stopped there, and the best trial is a full-fidelity one.
 func TestFidelityDyHPOSMAC(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	o, err := optimizers.New(optimizers.Spec{Class: "mlos_bench.optimizers.MlosCoreOptimizer",
-		Config: map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(20), "seed": int64(3)}, Tunables: fidTunables(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := smacOpt(t, 20)
 	fs := newFid(t, st, map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "planner": "dyhpo", "promotion": "continue",
 		"checkpoint_dir": t.TempDir()}, map[string]any{"max_trials": int64(4)}, 2, o, nil)
 	if err := fs.s.Start(context.Background()); err != nil {
@@ -245,10 +216,7 @@ func TestFidelityDyHPOSMAC(t *testing.T) {
 	if full < 1 || full > 4 {
 		t.Errorf("%d full-fidelity trials, want 1..4 (max_trials 4)", full)
 	}
-	best, _, ok := storage.Best(trs, fs.s.targets)
-	if !ok || trial.LowFidelity(best.Metadata) {
-		t.Errorf("best trial %d at fidelity %s", best.ID, best.Metadata[trial.FidelityKey])
-	}
+	checkBestFull(t, fs, trs)
 }
 
 // TestFidelityDyHPOResume: a run with planner "dyhpo" stopped (as by a

@@ -7,9 +7,6 @@ import (
 	"testing"
 
 	"github.com/benchtune/bench/configs/source"
-	"github.com/benchtune/bench/optimizers"
-	"github.com/benchtune/bench/storage"
-	"github.com/benchtune/bench/trial"
 )
 
 // TestDecodeFidelityKernel: fidelity.kernel takes "stationary" or
@@ -38,19 +35,10 @@ func TestDecodeFidelityKernel(t *testing.T) {
 // TestFidelityKernelNeedsModel: kernel "decay" with RANDOM (no model) is
 // refused when the scheduler is built, with the key and what to use.
 func TestFidelityKernelNeedsModel(t *testing.T) {
-	cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler",
-		map[string]any{"fidelity": map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "kernel": "decay"}},
-		nil, source.Ref{}, "e", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(cfg, []Runner{&fidRunner{id: 1, param: "budget", mu: nil}}, randomOpt(t, 5), exp,
-		Options{Tunables: fidTunables(t), Globals: map[string]any{"experiment_id": "e", "budget": int64(9)}})
+	cfg := decodeSchedDoc(t, `{"class": "bench.schedulers.ParallelScheduler", "config": {
+  "fidelity": {"param": "budget", "min": 1, "max": 9, "kernel": "decay"}
+}}`)
+	err := newFidErr(t, cfg, randomOpt(t, 5))
 	if err == nil || !strings.Contains(err.Error(), "/config/fidelity/kernel") || !strings.Contains(err.Error(), `fidelity.kernel "decay" needs an optimizer`) {
 		t.Errorf("error %v", err)
 	}
@@ -60,12 +48,7 @@ func TestFidelityKernelNeedsModel(t *testing.T) {
 // to completion with sound rungs, and the GP uses the decay kernel.
 func TestFidelityKernelDecaySMAC(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	o, err := optimizers.New(optimizers.Spec{Class: "mlos_bench.optimizers.MlosCoreOptimizer",
-		Config: map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(12), "seed": int64(3)}, Tunables: fidTunables(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := o.(*optimizers.MlosCore)
+	opt := smacOpt(t, 12)
 	fs := newFid(t, st, map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "kernel": "decay"}, nil, 2, opt, nil)
 	if got := opt.FidelityKernel(); got != KernelDecay {
 		t.Fatalf("the GP's fidelity kernel is %q", got)
@@ -77,9 +60,5 @@ func TestFidelityKernelDecaySMAC(t *testing.T) {
 	if rungs := checkPlan(t, trs, "budget", *fs.runs); len(rungs) != 12 {
 		t.Errorf("%d configurations, want 12", len(rungs))
 	}
-	for _, tr := range trs {
-		if tr.Status != trial.SUCCEEDED {
-			t.Errorf("trial %d %s %s", tr.ID, tr.Status, tr.FailureReason)
-		}
-	}
+	checkSucceeded(t, trs)
 }

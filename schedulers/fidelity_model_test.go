@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/benchtune/bench/configs/source"
@@ -116,37 +115,21 @@ func TestFidelityPromoteByModel(t *testing.T) {
 // optimizer that does not predict at full fidelity (RANDOM, or one that
 // is not FidelityAware) is refused, pointing at the key.
 func TestFidelityPromoteByModelNeedsPredictor(t *testing.T) {
-	doc, err := source.Parse("sched.jsonc", []byte(`{"class": "bench.schedulers.ParallelScheduler", "config": {
+	cfg := decodeSchedDoc(t, `{"class": "bench.schedulers.ParallelScheduler", "config": {
   "fidelity": {"param": "budget", "min": 1, "max": 9, "promote_by": "model"}
-}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgObj, _ := doc.Root.Get("config").Value().(map[string]any)
-	cfg, err := DecodeConfig("bench.schedulers.ParallelScheduler", cfgObj, nil, doc.At(), "e", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+}}`)
 	if cfg.Fidelity.PromoteBy != PromoteByModel {
 		t.Fatalf("promote_by %q", cfg.Fidelity.PromoteBy)
 	}
-	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	exp, _, err := st.Experiment(context.Background(), storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, opt := range []optimizers.Optimizer{randomOpt(t, 5), &obsOpt{Optimizer: randomOpt(t, 5)}} {
-		var mu sync.Mutex
-		var runs []Spec
-		_, err := New(cfg, []Runner{&fidRunner{id: 1, param: "budget", mu: &mu, runs: &runs}}, opt, exp,
-			Options{Tunables: fidTunables(t), Globals: map[string]any{"budget": int64(9)}})
+		err := newFidErr(t, cfg, opt)
 		if err == nil || !strings.Contains(err.Error(), "sched.jsonc:2:") || !strings.Contains(err.Error(), "/config/fidelity/promote_by") ||
 			!strings.Contains(err.Error(), `fidelity.promote_by "model" needs an optimizer whose model learns from every fidelity`) {
 			t.Errorf("%T: error %v", opt, err)
 		}
 	}
 	// A bad value is refused when the config is decoded.
-	_, err = DecodeConfig("", map[string]any{"fidelity": map[string]any{"param": "d", "min": int64(1), "max": int64(9), "promote_by": "guess"}}, nil, source.Ref{}, "e", false)
+	_, err := DecodeConfig("", map[string]any{"fidelity": map[string]any{"param": "d", "min": int64(1), "max": int64(9), "promote_by": "guess"}}, nil, source.Ref{}, "e", false)
 	if err == nil || !strings.Contains(err.Error(), `/config/fidelity/promote_by: fidelity.promote_by must be "observed"`) {
 		t.Errorf("bad promote_by: %v", err)
 	}
@@ -175,12 +158,7 @@ func (o *countingSMAC) PredictFull(tuns []*tunables.Groups, withSD bool) ([]opti
 // one.
 func TestFidelityPromoteByModelSMAC(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	o, err := optimizers.New(optimizers.Spec{Class: "mlos_bench.optimizers.MlosCoreOptimizer",
-		Config: map[string]any{"optimizer_type": "SMAC", "max_suggestions": int64(15), "seed": int64(3)}, Tunables: fidTunables(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := &countingSMAC{MlosCore: o.(*optimizers.MlosCore)}
+	opt := &countingSMAC{MlosCore: smacOpt(t, 15)}
 	fs := newFid(t, st, map[string]any{"param": "budget", "min": int64(1), "max": int64(9), "promote_by": "model"}, nil, 2, opt, nil)
 	if err := fs.s.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -190,18 +168,11 @@ func TestFidelityPromoteByModelSMAC(t *testing.T) {
 	if len(rungs) != 15 {
 		t.Errorf("%d configurations, want 15", len(rungs))
 	}
-	for _, tr := range trs {
-		if tr.Status != trial.SUCCEEDED {
-			t.Errorf("trial %d %s %s", tr.ID, tr.Status, tr.FailureReason)
-		}
-	}
+	checkSucceeded(t, trs)
 	if opt.answered == 0 {
 		t.Errorf("the GP answered %d of %d prediction requests", opt.answered, opt.calls)
 	}
-	best, _, ok := storage.Best(trs, fs.s.targets)
-	if !ok || trial.LowFidelity(best.Metadata) {
-		t.Errorf("best trial %d at fidelity %s", best.ID, best.Metadata[trial.FidelityKey])
-	}
+	checkBestFull(t, fs, trs)
 }
 
 // TestFidelityPromoteByModelResume: a run with promote_by "model" stopped
@@ -241,16 +212,7 @@ func TestFidelityPromoteByModelResume(t *testing.T) {
 	all := trials(t, fs2.exp)
 	checkPlan(t, all, "budget", append(*fs.runs, runs...))
 	checkModelPromotions(t, all)
-	configs := map[string]bool{}
-	for _, tr := range all {
-		configs[cfgKey(tr.Params, "budget")] = true
-		if !tr.Finished() {
-			t.Errorf("trial %d left %s", tr.ID, tr.Status)
-		}
-	}
-	if len(configs) != 8 {
-		t.Errorf("%d configurations, want 8 (max_suggestions, across both runs)", len(configs))
-	}
+	checkResumedAll(t, all, 8)
 	if opt.calls == 0 {
 		t.Error("the resumed run did not ask the model")
 	}

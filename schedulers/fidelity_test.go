@@ -74,14 +74,8 @@ func TestDecodeFidelity(t *testing.T) {
 			c[k] = v
 		}
 		got, err := DecodeConfig("", c, nil, source.Ref{}, "e", false)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%v: error %v, want %q", tc.in, err, tc.err)
-			}
+		if !wantDecoded(t, tc.in, err, tc.err) {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tc.in, err)
 		}
 		got.Fidelity.Ref = source.Ref{}
 		if fmt.Sprintf("%+v", got.Fidelity) != fmt.Sprintf("%+v", tc.want) {
@@ -357,10 +351,7 @@ func TestFidelityHyperband(t *testing.T) {
 			t.Errorf("observation without x: %v", v)
 		}
 	}
-	best, _, ok := storage.Best(trs, fs.s.targets)
-	if !ok || trial.LowFidelity(best.Metadata) {
-		t.Errorf("best trial %d at fidelity %s", best.ID, best.Metadata[trial.FidelityKey])
-	}
+	checkBestFull(t, fs, trs)
 	if fs.s.Stats().Planned != 0 {
 		t.Errorf("planned %d, want 0 (unknown)", fs.s.Stats().Planned)
 	}
@@ -544,16 +535,7 @@ func TestFidelityResume(t *testing.T) {
 			}
 			all := trials(t, fs2.exp)
 			checkPlan(t, all, "budget", append(*fs.runs, runs...))
-			configs := map[string]bool{}
-			for _, tr := range all {
-				configs[cfgKey(tr.Params, "budget")] = true
-				if !tr.Finished() {
-					t.Errorf("trial %d left %s", tr.ID, tr.Status)
-				}
-			}
-			if len(configs) != 8 {
-				t.Errorf("%d configurations, want 8 (max_suggestions, across both runs)", len(configs))
-			}
+			checkResumedAll(t, all, 8)
 		})
 	}
 }

@@ -1,9 +1,6 @@
 package schedulers
 
 import (
-	"strings"
-
-	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/optimizers"
 )
 
@@ -12,22 +9,9 @@ import (
 // phase, a trust region around the posterior-mean incumbent,
 // optimizers/bayes/noiselocal.go), which needs noise_aware.
 func decodeNoiseSearch(cfg map[string]any, aware bool, bad func(key, format string, args ...any)) string {
-	v, ok := cfg["noise_search"].(string)
-	if cfg["noise_search"] == nil {
-		v, ok = "", true
+	s := decodeModeKey(cfg, "noise_search", optimizers.NoiseSearchGlobal, optimizers.NoiseSearchLocal, bad) // choice.go
+	if s == optimizers.NoiseSearchLocal && !aware {
+		bad("noise_search", "noise_search %q needs noise_aware: true (the local search centres on the model's posterior-mean best)", s)
 	}
-	switch s := strings.ToLower(strings.TrimSpace(v)); {
-	case !ok:
-		bad("noise_search", "noise_search must be %q or %q, got %v", optimizers.NoiseSearchGlobal, optimizers.NoiseSearchLocal, configs.PyStr(cfg["noise_search"]))
-	case s == "" || s == optimizers.NoiseSearchGlobal:
-		return optimizers.NoiseSearchGlobal
-	case s == optimizers.NoiseSearchLocal:
-		if !aware {
-			bad("noise_search", "noise_search %q needs noise_aware: true (the local search centres on the model's posterior-mean best)", s)
-		}
-		return s
-	default:
-		bad("noise_search", "noise_search must be %q (default) or %q, got %v", optimizers.NoiseSearchGlobal, optimizers.NoiseSearchLocal, configs.PyStr(cfg["noise_search"]))
-	}
-	return optimizers.NoiseSearchGlobal
+	return s
 }

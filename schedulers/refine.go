@@ -46,23 +46,7 @@ func (d *dispatch) refinePhase(ctx context.Context, all []storage.Trial) (map[st
 			s.log.Warn("local refinement: no design", "err", err)
 			return nil, nil
 		}
-		queued := 0
-		for _, v := range design {
-			tun := s.o.Tunables.Copy()
-			if err := tun.Assign(v); err != nil {
-				continue
-			}
-			meta := d.metadata(tun)
-			meta[analysis.MetaPhase] = PhaseRefine
-			spec := storage.TrialSpec{ConfigHash: tun.Hash(), Params: tun.StringValues(), Metadata: maps.Clone(meta)}
-			d.queue = append(d.queue, item{spec: &spec})
-			queued++
-		}
-		s.log.Info("local refinement: a space-filling design around the model's best", "trials", queued)
-		s.stats.Planned += queued
-		d.noMore = true
-		d.stopApplied = true
-		if err := d.loop(ctx); err != nil {
+		if err := d.runRefineDesign(ctx, design, "local refinement: a space-filling design around the model's best"); err != nil {
 			return nil, err
 		}
 	}
@@ -72,4 +56,28 @@ func (d *dispatch) refinePhase(ctx context.Context, all []storage.Trial) (map[st
 		return nil, nil
 	}
 	return best, nil
+}
+
+// runRefineDesign queues design's configurations as refinement trials
+// (those the tunables refuse are left out), logs msg with args and the
+// number queued, and runs them to the end (no other suggestion meanwhile).
+func (d *dispatch) runRefineDesign(ctx context.Context, design []map[string]any, msg string, args ...any) error {
+	s := d.s
+	queued := 0
+	for _, v := range design {
+		tun := s.o.Tunables.Copy()
+		if err := tun.Assign(v); err != nil {
+			continue
+		}
+		meta := d.metadata(tun)
+		meta[analysis.MetaPhase] = PhaseRefine
+		spec := storage.TrialSpec{ConfigHash: tun.Hash(), Params: tun.StringValues(), Metadata: maps.Clone(meta)}
+		d.queue = append(d.queue, item{spec: &spec})
+		queued++
+	}
+	s.log.Info(msg, append(args, "trials", queued)...)
+	s.stats.Planned += queued
+	d.noMore = true
+	d.stopApplied = true
+	return d.loop(ctx)
 }

@@ -2,11 +2,8 @@ package schedulers
 
 import (
 	"context"
-	"maps"
-	"strings"
 
 	"github.com/benchtune/bench/analysis"
-	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
 )
@@ -16,27 +13,16 @@ import (
 // "staged" (the staged refinement, refineStaged below), which needs
 // confirm_refine > 0 (its trials in all) and noise_aware.
 func decodeRefineMode(cfg map[string]any, n NoiseConfig, bad func(key, format string, args ...any)) string {
-	v, ok := cfg["confirm_refine_mode"].(string)
-	if cfg["confirm_refine_mode"] == nil {
-		v, ok = "", true
-	}
-	switch s := strings.ToLower(strings.TrimSpace(v)); {
-	case !ok:
-		bad("confirm_refine_mode", "confirm_refine_mode must be %q or %q, got %v", optimizers.RefineModeDesign, optimizers.RefineModeStaged, configs.PyStr(cfg["confirm_refine_mode"]))
-	case s == "" || s == optimizers.RefineModeDesign:
-		return optimizers.RefineModeDesign
-	case s == optimizers.RefineModeStaged:
+	s := decodeModeKey(cfg, "confirm_refine_mode", optimizers.RefineModeDesign, optimizers.RefineModeStaged, bad) // choice.go
+	if s == optimizers.RefineModeStaged {
 		if n.ConfirmRefine <= 0 {
 			bad("confirm_refine_mode", "confirm_refine_mode %q needs confirm_refine > 0: the number of trials of its local design (e.g. 30 for 100 trials)", s)
 		}
 		if !n.NoiseAware {
 			bad("confirm_refine_mode", "confirm_refine_mode %q needs noise_aware: true (its rounds follow the model's posterior mean)", s)
 		}
-		return s
-	default:
-		bad("confirm_refine_mode", "confirm_refine_mode must be %q (default) or %q, got %v", optimizers.RefineModeDesign, optimizers.RefineModeStaged, configs.PyStr(cfg["confirm_refine_mode"]))
 	}
-	return optimizers.RefineModeDesign
+	return s
 }
 
 // refineStaged is refinePhase for confirm_refine_mode "staged": when the
@@ -79,23 +65,7 @@ func (d *dispatch) refineStaged(ctx context.Context, all []storage.Trial) (map[s
 			s.log.Warn("staged refinement: no design", "round", i+1, "err", err)
 			return nil, nil
 		}
-		queued := 0
-		for _, v := range design {
-			tun := s.o.Tunables.Copy()
-			if err := tun.Assign(v); err != nil {
-				continue
-			}
-			meta := d.metadata(tun)
-			meta[analysis.MetaPhase] = PhaseRefine
-			spec := storage.TrialSpec{ConfigHash: tun.Hash(), Params: tun.StringValues(), Metadata: maps.Clone(meta)}
-			d.queue = append(d.queue, item{spec: &spec})
-			queued++
-		}
-		s.log.Info("staged refinement: a local design around the model's estimate of the bottom", "round", i+1, "trials", queued)
-		s.stats.Planned += queued
-		d.noMore = true
-		d.stopApplied = true
-		if err := d.loop(ctx); err != nil {
+		if err := d.runRefineDesign(ctx, design, "staged refinement: a local design around the model's estimate of the bottom", "round", i+1); err != nil { // refine.go
 			return nil, err
 		}
 	}

@@ -17,33 +17,17 @@ import (
 // confirm_refine_mode: "design" by default, "staged" with confirm_refine
 // and noise_aware; errors name the file, line, column and JSON path.
 func TestDecodeConfirmRefineMode(t *testing.T) {
-	for _, tc := range []struct {
-		globals map[string]any
-		want    string
-	}{
+	checkModeKey(t, "confirm_refine_mode", func(c Config) string { return c.Noise.ConfirmRefineMode }, []modeCase{
 		{nil, optimizers.RefineModeDesign},
 		{map[string]any{"noise_aware": true, "confirm_top_k": int64(2), "confirm_refine": int64(30)}, optimizers.RefineModeDesign},
 		{map[string]any{"noise_aware": true, "confirm_top_k": int64(2), "confirm_refine": int64(30), "confirm_refine_mode": " Staged "}, optimizers.RefineModeStaged},
 		{map[string]any{"confirm_refine_mode": "design"}, optimizers.RefineModeDesign},
-	} {
-		c, err := DecodeConfig("", nil, tc.globals, source.Ref{}, "exp", true)
-		if err != nil || c.Noise.ConfirmRefineMode != tc.want {
-			t.Errorf("%v: confirm_refine_mode %q, error %v; want %q", tc.globals, c.Noise.ConfirmRefineMode, err, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		globals map[string]any
-		want    string
-	}{
+	}, []modeCase{
 		{map[string]any{"noise_aware": true, "confirm_top_k": int64(2), "confirm_refine": int64(30), "confirm_refine_mode": "stages"}, `confirm_refine_mode must be "design" (default) or "staged", got stages`},
-		{map[string]any{"confirm_refine_mode": int64(3)}, `confirm_refine_mode must be "design" or "staged", got 3`},
+		{map[string]any{"confirm_refine_mode": int64(3)}, `confirm_refine_mode must be "design" (default) or "staged", got 3`},
 		{map[string]any{"noise_aware": true, "confirm_refine_mode": "staged"}, `confirm_refine_mode "staged" needs confirm_refine > 0`},
 		{map[string]any{"confirm_top_k": int64(2), "confirm_refine": int64(30), "confirm_refine_mode": "staged"}, `confirm_refine_mode "staged" needs noise_aware: true`},
-	} {
-		if _, err := DecodeConfig("", nil, tc.globals, source.Ref{}, "exp", true); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v, want one naming %q", tc.globals, err, tc.want)
-		}
-	}
+	}) // choice_test.go
 	doc, err := source.Parse("sched.jsonc", []byte(`{"class": "bench.schedulers.ParallelScheduler", "config": {
   "noise_aware": true, "confirm_top_k": 2,
   "confirm_refine": 30, "confirm_refine_mode": "rounds"

@@ -283,6 +283,56 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		return mfTrace{}, err
 	}
 	gf, _ := prop.(*mfGPFid)
+	configs := map[int]tunables.Point{}
+	if opt.model {
+		pl.SetRanker(gf.ranker(configs))
+	}
+	// At a free runner: the planner's best promotion, else a new
+	// configuration from the proposer in the planner's next bracket (or
+	// where the start rule puts it).
+	next := func(running []tunables.Point) (hyperband.Job[int], error) {
+		j, ok := pl.Promotion()
+		if ok {
+			return j, nil
+		}
+		b, _ := pl.NextBracket()
+		x, err := prop.propose(running)
+		if err != nil {
+			return j, err
+		}
+		k := len(configs)
+		configs[k] = x
+		full := false
+		if opt.start > 0 {
+			if full, err = gf.confident(x, opt.start); err != nil {
+				return j, err
+			}
+		}
+		switch {
+		case opt.acq > 0:
+			return gf.acqStart(pl, k, x, opt.acq)
+		case full:
+			return pl.AddFull(k)
+		}
+		return pl.Add(k, b)
+	}
+	return mfSimulate(p, pl, prop, configs, next, cont, seed, limit)
+}
+
+// mfNext is a method's decision at a free runner: the job it starts
+// there, given the configurations running (the proposer's pending
+// points). A new configuration is added to the configs map that
+// mfSimulate was given before its job is returned.
+type mfNext func(running []tunables.Point) (hyperband.Job[int], error)
+
+// mfSimulate runs mfRunners simulated runners in virtual time until the
+// cost reaches limit: each free runner gets the job next decides; a
+// finished run is observed (p.observe), reported to the planner and to
+// prop; a full-fidelity result better than the best observed one so far
+// makes a point of the trace. configs maps the planner's keys to their
+// configurations.
+func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, configs map[int]tunables.Point,
+	next mfNext, cont bool, seed int64, limit float64) (mfTrace, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 31))
 	type job struct {
 		key        int
@@ -291,45 +341,19 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		start, end float64
 	}
 	var running []job
-	configs := map[int]tunables.Point{}
-	if opt.model {
-		pl.SetRanker(gf.ranker(configs))
-	}
 	last := map[int]float64{} // the fidelity each configuration last ran at
 	var tr mfTrace
 	clock, done := 0.0, 0.0 // done: cost of finished runs
 	bestObs, quality := math.Inf(1), math.Inf(1)
 	for {
 		for len(running) < mfRunners {
-			j, ok := pl.Promotion()
-			if !ok {
-				b, _ := pl.NextBracket()
-				var xs []tunables.Point
-				for _, r := range running {
-					xs = append(xs, configs[r.key])
-				}
-				x, err := prop.propose(xs)
-				if err != nil {
-					return tr, err
-				}
-				k := len(configs)
-				configs[k] = x
-				full := false
-				if opt.start > 0 {
-					if full, err = gf.confident(x, opt.start); err != nil {
-						return tr, err
-					}
-				}
-				if opt.acq > 0 {
-					j, err = gf.acqStart(pl, k, x, opt.acq)
-				} else if full {
-					j, err = pl.AddFull(k)
-				} else {
-					j, err = pl.Add(k, b)
-				}
-				if err != nil {
-					return tr, err
-				}
+			var xs []tunables.Point
+			for _, r := range running {
+				xs = append(xs, configs[r.key])
+			}
+			j, err := next(xs)
+			if err != nil {
+				return tr, err
 			}
 			d := j.Fidelity
 			if cont && j.Promoted {

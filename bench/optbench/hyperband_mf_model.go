@@ -21,8 +21,6 @@ package main
 
 import (
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/benchtune/bench/tunables"
 )
@@ -41,42 +39,13 @@ type mfOptions struct {
 // parseMFMethod reads "hb-gp-fid" / "asha-gp-fid" and its suffixes.
 func parseMFMethod(m string) (mfOptions, bool) {
 	var o mfOptions
-	switch {
-	case strings.HasPrefix(m, "asha-gp-fid"):
-		o.asha, m = true, strings.TrimPrefix(m, "asha-gp-fid")
-	case strings.HasPrefix(m, "hb-gp-fid"):
-		m = strings.TrimPrefix(m, "hb-gp-fid")
-	default:
+	rest, asha, ok := mfCutBase(m, "gp-fid")
+	if !ok {
 		return o, false
 	}
-	if m == "" {
-		return o, true
-	}
-	if !strings.HasPrefix(m, "-") {
-		return o, false
-	}
-	stage := 0
-	for _, part := range strings.Split(m[1:], "-") {
-		switch {
-		case strings.HasPrefix(part, "min") && stage < 1:
-			v, err := strconv.ParseFloat(part[3:], 64)
-			if err != nil || v <= 0 {
-				return o, false
-			}
-			o.min, stage = v, 1
-		case part == "model" && stage < 2:
-			o.model, stage = true, 2
-		case strings.HasPrefix(part, "start") && stage < 3:
-			v, err := strconv.Atoi(part[5:])
-			if err != nil || v <= 0 || v >= 100 {
-				return o, false
-			}
-			o.start, stage = float64(v)/100, 3
-		default:
-			return o, false
-		}
-	}
-	return o, true
+	o.asha = asha
+	ok = parseMFSuffixes(rest, mfMin(&o.min), mfFlag("model", &o.model), mfPercent("start", 99, &o.start))
+	return o, ok
 }
 
 // point is configuration x at full fidelity, as the GP sees it.

@@ -48,24 +48,38 @@ func TestMFRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
 	for _, m := range append(slices.Clone(mfMethods), "asha-gp-fid-start50", "hb-gp-fid-min3-model-start60") {
 		for _, cont := range []bool{false, true} {
-			tr, err := mfRun(p, m, cont, 1, 200)
-			if err != nil {
-				t.Fatalf("%s: %v", m, err)
-			}
-			if tr.evals < 20 || len(tr.cost) == 0 || tr.cost[len(tr.cost)-1] > 200+4*9 || tr.final() < braninProblem().optimum-1e-9 {
-				t.Errorf("%s continue=%v: %d runs, costs %v, quality %v", m, cont, tr.evals, tr.cost, tr.quality)
+			tr := checkMFRun(t, p, braninProblem().optimum, m, cont, 20)
+			if len(tr.cost) == 0 {
+				continue
 			}
 			if c := tr.reach(1e9); c != tr.cost[0] || c > 200 {
 				t.Errorf("%s: a reachable target reached at %v, want %v", m, c, tr.cost[0])
-			}
-			if c := tr.reach(-1e9); !math.IsInf(c, 1) {
-				t.Errorf("%s: an unreachable target reached at %v", m, c)
 			}
 		}
 	}
 	if _, err := mfRun(p, "nope", false, 1, 10); err == nil || !strings.Contains(err.Error(), "unknown -mf method") {
 		t.Errorf("unknown method: %v", err)
 	}
+}
+
+// checkMFRun runs method m on p (a branin problem with the given
+// optimum) with limit 200 and checks what every -mf method's trace must
+// show: at least minEvals runs, a full-fidelity result, the last one
+// within the limit plus one run of each runner at full fidelity, no
+// quality below the optimum, and no unreachable target reached.
+func checkMFRun(t *testing.T, p mfProblem, optimum float64, m string, cont bool, minEvals int) mfTrace {
+	t.Helper()
+	tr, err := mfRun(p, m, cont, 1, 200)
+	if err != nil {
+		t.Fatalf("%s: %v", m, err)
+	}
+	if tr.evals < minEvals || len(tr.cost) == 0 || tr.cost[len(tr.cost)-1] > 200+mfRunners*p.max || tr.final() < optimum-1e-9 {
+		t.Errorf("%s continue=%v: %d runs, costs %v, quality %v", m, cont, tr.evals, tr.cost, tr.quality)
+	}
+	if c := tr.reach(-1e9); !math.IsInf(c, 1) {
+		t.Errorf("%s: an unreachable target reached at %v", m, c)
+	}
+	return tr
 }
 
 // TestMFBenchRuns: -mf prints a ratio per method; bad names are refused.
@@ -86,11 +100,7 @@ func TestMFBenchRuns(t *testing.T) {
 
 // TestParseMFMethod: the gp-fid methods' suffixes, in order.
 func TestParseMFMethod(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want mfOptions
-		ok   bool
-	}{
+	checkParse(t, parseMFMethod, []parseCase[mfOptions]{
 		{"asha-gp-fid", mfOptions{asha: true}, true},
 		{"hb-gp-fid", mfOptions{}, true},
 		{"asha-gp-fid-model", mfOptions{asha: true, model: true}, true},
@@ -101,10 +111,5 @@ func TestParseMFMethod(t *testing.T) {
 		{"asha-gp-fid-min0", mfOptions{}, false},
 		{"asha-gp-fidmodel", mfOptions{}, false},
 		{"hb-random-model", mfOptions{}, false},
-	} {
-		got, ok := parseMFMethod(tc.in)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }

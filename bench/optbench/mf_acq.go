@@ -21,9 +21,6 @@
 package main
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/schedulers/hyperband"
 	"github.com/benchtune/bench/tunables"
@@ -34,42 +31,13 @@ const mfAcqMethods = "hb-gp-mfacq, asha-gp-mfacq with the suffixes -minN, -model
 // parseMFAcq reads "hb-gp-mfacq" / "asha-gp-mfacq" and its suffixes.
 func parseMFAcq(m string) (mfOptions, bool) {
 	o := mfOptions{acq: bayes.DefaultFidelityKappa}
-	switch {
-	case strings.HasPrefix(m, "asha-gp-mfacq"):
-		o.asha, m = true, strings.TrimPrefix(m, "asha-gp-mfacq")
-	case strings.HasPrefix(m, "hb-gp-mfacq"):
-		m = strings.TrimPrefix(m, "hb-gp-mfacq")
-	default:
+	rest, asha, ok := mfCutBase(m, "gp-mfacq")
+	if !ok {
 		return o, false
 	}
-	if m == "" {
-		return o, true
-	}
-	if !strings.HasPrefix(m, "-") {
-		return o, false
-	}
-	stage := 0
-	for _, part := range strings.Split(m[1:], "-") {
-		switch {
-		case strings.HasPrefix(part, "min") && stage < 1:
-			v, err := strconv.ParseFloat(part[3:], 64)
-			if err != nil || v <= 0 {
-				return o, false
-			}
-			o.min, stage = v, 1
-		case part == "model" && stage < 2:
-			o.model, stage = true, 2
-		case strings.HasPrefix(part, "k") && stage < 3:
-			v, err := strconv.Atoi(part[1:])
-			if err != nil || v <= 0 {
-				return o, false
-			}
-			o.acq, stage = float64(v)/100, 3
-		default:
-			return o, false
-		}
-	}
-	return o, true
+	o.asha = asha
+	ok = parseMFSuffixes(rest, mfMin(&o.min), mfFlag("model", &o.model), mfPercent("k", mfNoMax, &o.acq))
+	return o, ok
 }
 
 // acqStart adds the new configuration k (x) to the planner at the start

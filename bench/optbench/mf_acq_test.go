@@ -10,11 +10,7 @@ import (
 // TestParseMFAcq: the mfacq methods' suffixes, in order, and κ's default.
 func TestParseMFAcq(t *testing.T) {
 	k := bayes.DefaultFidelityKappa
-	for _, tc := range []struct {
-		in   string
-		want mfOptions
-		ok   bool
-	}{
+	checkParse(t, parseMFAcq, []parseCase[mfOptions]{
 		{"hb-gp-mfacq", mfOptions{acq: k}, true},
 		{"asha-gp-mfacq", mfOptions{asha: true, acq: k}, true},
 		{"asha-gp-mfacq-min3", mfOptions{asha: true, min: 3, acq: k}, true},
@@ -24,12 +20,7 @@ func TestParseMFAcq(t *testing.T) {
 		{"hb-gp-mfacq-model-min3", mfOptions{}, false},
 		{"hb-gp-mfacqmodel", mfOptions{}, false},
 		{"hb-gp-fid", mfOptions{}, false},
-	} {
-		got, ok := parseMFAcq(tc.in)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }
 
 // TestMFAcqRun: the mfacq methods run through -mf like the others: they
@@ -39,13 +30,7 @@ func TestMFAcqRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
 	for _, m := range []string{"hb-gp-mfacq", "asha-gp-mfacq", "asha-gp-mfacq-min3-model-k200"} {
 		for _, cont := range []bool{false, true} {
-			tr, err := mfRun(p, m, cont, 1, 200)
-			if err != nil {
-				t.Fatalf("%s: %v", m, err)
-			}
-			if tr.evals < 10 || len(tr.cost) == 0 || tr.cost[len(tr.cost)-1] > 200+4*9 || tr.final() < braninProblem().optimum-1e-9 {
-				t.Errorf("%s continue=%v: %d runs, costs %v, quality %v", m, cont, tr.evals, tr.cost, tr.quality)
-			}
+			checkMFRun(t, p, braninProblem().optimum, m, cont, 10) // hyperband_mf_test.go
 		}
 	}
 	var b strings.Builder

@@ -24,10 +24,7 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/benchtune/bench/schedulers/hyperband"
@@ -51,36 +48,9 @@ func parseMFDyn(m string) (mfDynOptions, bool) {
 	if !ok {
 		return o, false
 	}
-	if rest == "" {
-		return o, true
-	}
-	if !strings.HasPrefix(rest, "-") {
-		return o, false
-	}
-	stage := 0
-	for _, part := range strings.Split(rest[1:], "-") {
-		switch {
-		case strings.HasPrefix(part, "min") && stage < 1:
-			v, err := strconv.ParseFloat(part[3:], 64)
-			if err != nil || v <= 0 {
-				return o, false
-			}
-			o.min, stage = v, 1
-		case strings.HasPrefix(part, "eta") && stage < 2:
-			v, err := strconv.Atoi(part[3:])
-			if err != nil || v < 2 {
-				return o, false
-			}
-			o.eta, stage = v, 2
-		case part == "full" && stage < 3:
-			o.full, stage = true, 3
-		case part == "cost" && stage < 4:
-			o.cost, stage = true, 4
-		default:
-			return o, false
-		}
-	}
-	return o, true
+	ok = parseMFSuffixes(rest, mfMin(&o.min), mfInt("eta", 2, mfNoMax, func(n int) { o.eta = n }),
+		mfFlag("full", &o.full), mfFlag("cost", &o.cost))
+	return o, ok
 }
 
 // mfDynRun is mfRun for a dyn method: the same runners, cost and quality,
@@ -132,85 +102,31 @@ func mfDynRun(p mfProblem, method string, cont bool, seed int64, limit float64) 
 	if err != nil {
 		return mfTrace{}, err
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 31))
-	type job struct {
-		key        int
-		rung       int
-		r          float64
-		start, end float64
+	// At a free runner: the planner's decision between continuing the
+	// best paused configuration and starting the proposer's new one.
+	next := func(running []tunables.Point) (hyperband.Job[int], error) {
+		x, err := gf.propose(running)
+		if err != nil {
+			return hyperband.Job[int]{}, err
+		}
+		fresh, hasFresh := hyperband.Prediction{}, false
+		r0 := 0
+		if opt.full {
+			r0 = len(pl.Rungs()) - 1
+		}
+		if pr, ok := predict([]tunables.Point{at(x, pl.Fidelity(r0))}); ok {
+			fresh, hasFresh = pr[0], true
+		}
+		d, err := pl.Next(fresh, hasFresh)
+		if err != nil {
+			return hyperband.Job[int]{}, err
+		}
+		if d.Continue {
+			return d.Job, nil
+		}
+		k := len(configs)
+		configs[k] = x
+		return pl.Add(k, 0)
 	}
-	var running []job
-	last := map[int]float64{}
-	var tr mfTrace
-	clock, done := 0.0, 0.0
-	bestObs, quality := math.Inf(1), math.Inf(1)
-	for {
-		for len(running) < mfRunners {
-			var xs []tunables.Point
-			for _, r := range running {
-				xs = append(xs, configs[r.key])
-			}
-			x, err := gf.propose(xs)
-			if err != nil {
-				return tr, err
-			}
-			fresh, hasFresh := hyperband.Prediction{}, false
-			r0 := 0
-			if opt.full {
-				r0 = len(pl.Rungs()) - 1
-			}
-			if pr, ok := predict([]tunables.Point{at(x, pl.Fidelity(r0))}); ok {
-				fresh, hasFresh = pr[0], true
-			}
-			d, err := pl.Next(fresh, hasFresh)
-			if err != nil {
-				return tr, err
-			}
-			j := d.Job
-			if !d.Continue {
-				k := len(configs)
-				configs[k] = x
-				if j, err = pl.Add(k, 0); err != nil {
-					return tr, err
-				}
-			}
-			dur := j.Fidelity
-			if cont && j.Promoted {
-				dur -= last[j.Key]
-			}
-			last[j.Key] = j.Fidelity
-			running = append(running, job{j.Key, j.Rung, j.Fidelity, clock, clock + dur})
-		}
-		i := 0
-		for k, r := range running {
-			if r.end < running[i].end {
-				i = k
-			}
-		}
-		jb := running[i]
-		running = slices.Delete(running, i, i+1)
-		clock = jb.end
-		done += jb.end - jb.start
-		spent := done
-		for _, r := range running {
-			spent += clock - r.start
-		}
-		x := configs[jb.key]
-		y := p.observe(x, jb.r, rng)
-		tr.evals++
-		if err := pl.Report(jb.key, jb.rung, y); err != nil {
-			return tr, err
-		}
-		if err := gf.observe(x, jb.rung, jb.r, y); err != nil {
-			return tr, err
-		}
-		if pl.Full(jb.rung) && y < bestObs {
-			bestObs, quality = y, p.truth(x)
-			tr.cost = append(tr.cost, spent)
-			tr.quality = append(tr.quality, quality)
-		}
-		if spent >= limit {
-			return tr, nil
-		}
-	}
+	return mfSimulate(p, pl, gf, configs, next, cont, seed, limit) // hyperband_mf.go
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"strings"
 	"testing"
 )
@@ -14,16 +13,7 @@ func TestMFDynRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
 	for _, m := range []string{"dyn-gp-fid", "dyn-gp-fid-min3-cost", "dyn-gp-fid-eta2-full"} {
 		for _, cont := range []bool{false, true} {
-			tr, err := mfRun(p, m, cont, 1, 200)
-			if err != nil {
-				t.Fatalf("%s: %v", m, err)
-			}
-			if tr.evals < 10 || len(tr.cost) == 0 || tr.cost[len(tr.cost)-1] > 200+4*9 || tr.final() < braninProblem().optimum-1e-9 {
-				t.Errorf("%s continue=%v: %d runs, costs %v, quality %v", m, cont, tr.evals, tr.cost, tr.quality)
-			}
-			if c := tr.reach(-1e9); !math.IsInf(c, 1) {
-				t.Errorf("%s: an unreachable target reached at %v", m, c)
-			}
+			tr := checkMFRun(t, p, braninProblem().optimum, m, cont, 10) // hyperband_mf_test.go
 			again, _ := mfRun(p, m, cont, 1, 200)
 			if again.evals != tr.evals || again.final() != tr.final() {
 				t.Errorf("%s: not deterministic: %d runs %v, then %d runs %v", m, tr.evals, tr.final(), again.evals, again.final())
@@ -37,11 +27,7 @@ func TestMFDynRun(t *testing.T) {
 
 // TestParseMFDyn: the dyn methods' suffixes, in order.
 func TestParseMFDyn(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want mfDynOptions
-		ok   bool
-	}{
+	checkParse(t, parseMFDyn, []parseCase[mfDynOptions]{
 		{"dyn-gp-fid", mfDynOptions{eta: 3}, true},
 		{"dyn-gp-fid-min3", mfDynOptions{min: 3, eta: 3}, true},
 		{"dyn-gp-fid-min3-eta2-full-cost", mfDynOptions{min: 3, eta: 2, full: true, cost: true}, true},
@@ -50,10 +36,5 @@ func TestParseMFDyn(t *testing.T) {
 		{"dyn-gp-fid-cost-full", mfDynOptions{}, false},
 		{"dyn-gp-fidcost", mfDynOptions{}, false},
 		{"dyn-random", mfDynOptions{}, false},
-	} {
-		got, ok := parseMFDyn(tc.in)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
+	})
 }

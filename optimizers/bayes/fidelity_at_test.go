@@ -30,19 +30,7 @@ func TestPredictAt(t *testing.T) {
 		t.Errorf("without observations: ok %v, err %v", ok, err)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	var observed []tunables.Point
-	for i := range 80 {
-		p := tunables.Point{rng.Float64(), rng.Float64(), rng.Float64(), 0}
-		obs := []Observation{{X: p, Y: []float64{fidF(p, rng)}}}
-		if i%10 == 0 {
-			q := tunables.Point{p[0], p[1], p[2], 1}
-			obs = append(obs, Observation{X: q, Y: []float64{fidF(q, rng)}})
-		}
-		if err := o.Observe(obs...); err != nil {
-			t.Fatal(err)
-		}
-		observed = append(observed, p)
-	}
+	observed := observeLowFull(t, o, rng, 80)
 	if _, _, _, err := o.PredictAt([]tunables.Point{{0.5, math.NaN(), 0.5, 0}}); err == nil {
 		t.Error("a NaN coordinate was accepted")
 	}

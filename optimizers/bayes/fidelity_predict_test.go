@@ -32,19 +32,7 @@ func TestPredictFull(t *testing.T) {
 		t.Errorf("without observations: ok %v, err %v", ok, err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	var observed []tunables.Point
-	for i := range 90 {
-		p := tunables.Point{rng.Float64(), rng.Float64(), rng.Float64(), 0}
-		obs := []Observation{{X: p, Y: []float64{fidF(p, rng)}}}
-		if i%10 == 0 { // a promotion: the same configuration at full fidelity
-			q := tunables.Point{p[0], p[1], p[2], 1}
-			obs = append(obs, Observation{X: q, Y: []float64{fidF(q, rng)}})
-		}
-		if err := o.Observe(obs...); err != nil {
-			t.Fatal(err)
-		}
-		observed = append(observed, p)
-	}
+	observed := observeLowFull(t, o, rng, 90)
 	if _, _, _, err := o.PredictFull([]tunables.Point{{math.NaN(), 0.5, 0.5, 1}}, false); err == nil {
 		t.Error("a NaN coordinate was accepted")
 	}

@@ -231,13 +231,6 @@ func TestDynamicResumeMatches(t *testing.T) {
 		var a, b *Planner[int]
 		a, _ = New[int](c)
 		_ = a.SetDynamic(Dynamic[int]{Predict: model(&a), PerCost: seed%2 == 1, Continued: true})
-		type run struct {
-			k, r  int
-			done  bool
-			score float64
-		}
-		var runs []run
-		var running []int
 		next := 1
 		fresh := func() Prediction {
 			return Prediction{Mean: 0.2 + 0.3*rng.Float64(), SD: 0.1, Incumbent: 0.3}
@@ -251,40 +244,10 @@ func TestDynamicResumeMatches(t *testing.T) {
 			next++
 			return j, err
 		}
-		stopAt := 10 + rng.IntN(80)
-		for i := 0; i < stopAt; i++ {
-			if len(running) > 0 && (len(running) >= 4 || rng.IntN(2) == 0) {
-				j := rng.IntN(len(running))
-				ri := running[j]
-				running = append(running[:j], running[j+1:]...)
-				runs[ri].done, runs[ri].score = true, rng.Float64()
-				if rng.IntN(10) == 0 {
-					runs[ri].score = math.Inf(1)
-				}
-				if err := a.Report(runs[ri].k, runs[ri].r, runs[ri].score); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			j, err := step(a, fresh())
-			if err != nil {
-				t.Fatal(err)
-			}
-			runs = append(runs, run{k: j.Key, r: j.Rung})
-			running = append(running, len(runs)-1)
-		}
+		runs := playRandom(t, rng, a, 10+rng.IntN(80), true, func() (Job[int], error) { return step(a, fresh()) })
 		b, _ = New[int](c)
 		_ = b.SetDynamic(Dynamic[int]{Predict: model(&b), PerCost: seed%2 == 1, Continued: true})
-		for _, r := range runs { // stored order: trial ids
-			if err := b.Resume(r.k, 0, r.r); err != nil {
-				t.Fatal(err)
-			}
-			if r.done {
-				if err := b.Report(r.k, r.r, r.score); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		resumeFrom(t, b, runs) // one bracket: every run's b is 0
 		if a.Running() != b.Running() || !cmp.Equal(a.Paused(), b.Paused()) {
 			t.Fatalf("seed %d: running %d/%d, paused %v/%v", seed, a.Running(), b.Running(), a.Paused(), b.Paused())
 		}

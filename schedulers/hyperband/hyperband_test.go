@@ -1,6 +1,7 @@
 package hyperband
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -247,62 +248,21 @@ func TestResumeMatches(t *testing.T) {
 			c.Brackets = 1
 		}
 		a, _ := New[int](c)
-		type run struct {
-			k, b, r int
-			done    bool
-			score   float64
-		}
-		var runs []run
-		var running []int // indexes into runs
 		next := 1
-		stopAt := 10 + rng.IntN(60)
-		for i := 0; i < stopAt; i++ {
-			if len(running) > 0 && (len(running) >= 4 || rng.IntN(2) == 0) {
-				j := rng.IntN(len(running))
-				ri := running[j]
-				running = append(running[:j], running[j+1:]...)
-				runs[ri].done, runs[ri].score = true, rng.Float64()
-				if rng.IntN(10) == 0 {
-					runs[ri].score = math.Inf(1)
-				}
-				if err := a.Report(runs[ri].k, runs[ri].r, runs[ri].score); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
+		runs := playRandom(t, rng, a, 10+rng.IntN(60), true, func() (Job[int], error) {
 			if j, ok := a.Promotion(); ok {
-				runs = append(runs, run{k: j.Key, b: j.Bracket, r: j.Rung})
-			} else {
-				b, _ := a.NextBracket()
-				j, err := a.Add(next, b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				next++
-				runs = append(runs, run{k: j.Key, b: j.Bracket, r: j.Rung})
+				return j, nil
 			}
-			running = append(running, len(runs)-1)
-		}
+			b, _ := a.NextBracket()
+			j, err := a.Add(next, b)
+			next++
+			return j, err
+		})
 		b, _ := New[int](c)
-		for _, r := range runs { // stored order: trial ids
-			if err := b.Resume(r.k, r.b, r.r); err != nil {
-				t.Fatal(err)
-			}
-			if r.done {
-				if err := b.Report(r.k, r.r, r.score); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if a.Running() != b.Running() || !cmp.Equal(a.Counts(), b.Counts()) {
-			t.Fatalf("seed %d: running %d/%d, counts %v/%v", seed, a.Running(), b.Running(), a.Counts(), b.Counts())
-		}
+		resumeFrom(t, b, runs)
+		sameCounts(t, a, b, fmt.Sprint("seed ", seed))
 		for i := 0; i < 30; i++ {
-			ja, oka := a.Promotion()
-			jb, okb := b.Promotion()
-			if oka != okb || ja != jb {
-				t.Fatalf("seed %d, decision %d after resume: %+v %v, want %+v %v", seed, i, jb, okb, ja, oka)
-			}
+			ja, oka := samePromotion(t, a, b, fmt.Sprintf("seed %d, decision %d after resume", seed, i))
 			if !oka {
 				ba, _ := a.NextBracket()
 				bb, _ := b.NextBracket()
