@@ -177,4 +177,3 @@ func TestFeedMigrationPostgres(t *testing.T) {
 		t.Fatalf("after a change: %v, want [2]", ids(trs))
 	}
 }
-
