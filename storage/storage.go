@@ -140,8 +140,12 @@ type Experiment interface {
 	// claimed, started, finished, released, stop requested, job recorded;
 	// not lease renewals) after change number since, by id, and the
 	// number to pass next time. since 0 returns every trial. A reader that
-	// polls with the returned number sees every change, in commit order,
-	// and reads nothing when nothing changed.
+	// polls with the returned number sees every change (each changed
+	// trial as it is when read; one may come again, after a poll from 0),
+	// and reads nothing when nothing changed. Numbers are the storage's
+	// own: consecutive per experiment on SQLite, MySQL and MariaDB,
+	// transaction ids on PostgreSQL, where a transaction left open on the
+	// server delays the changes committed after it began until it ends.
 	Changes(ctx context.Context, since int64) ([]Trial, int64, error)
 	// AddProgress stores intermediate results of a trial (trial.Progress,
 	// usually while it runs) as telemetry with their step; a zero Ts is

@@ -120,8 +120,14 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 			// The candidates are picked once (a materialized CTE): PostgreSQL
 			// may otherwise evaluate a LIMIT … SKIP LOCKED subquery of an
 			// UPDATE more than once and take more than limit rows.
+			// On PostgreSQL the same statement gives the trials their
+			// change number (the transaction's id, see seqExpr).
+			stamp := ""
+			if e.s.dialect.name() == "postgres" {
+				stamp = ", bench_seq = " + pgXactID
+			}
 			err = r.each(ctx, scanID, `WITH picked AS MATERIALIZED (`+pick+e.s.dialect.skipLocked()+`)
-			UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (SELECT trial_id FROM picked)
+			UPDATE trial SET owner = ?, lease_until = ?`+stamp+` WHERE exp_id = ? AND trial_id IN (SELECT trial_id FROM picked)
 			RETURNING trial_id`,
 				e.info.ID, e.s.dialect.ts(now), limit, e.owner, e.s.dialect.ts(until), e.info.ID)
 		} else {
@@ -140,8 +146,10 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 		if len(ids) == 0 {
 			return nil
 		}
-		if err := e.touch(ctx, r, "trial_id IN ("+placeholders(len(ids))+")", ids...); err != nil {
-			return err
+		if e.s.dialect.name() != "postgres" {
+			if err := e.touch(ctx, r, "trial_id IN ("+placeholders(len(ids))+")", ids...); err != nil {
+				return err
+			}
 		}
 		out, err = e.loadTrials(ctx, r, "t.trial_id IN ("+placeholders(len(ids))+")", ids, 0)
 		return err

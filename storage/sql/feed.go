@@ -12,9 +12,10 @@ import (
 )
 
 // The change feed (schema version 5): every transaction that changes
-// trials gives them a change number of their experiment (trial.bench_seq)
-// such that numbers become visible in order: a reader never sees a
-// number before a smaller one is committed (see Changes).
+// trials gives them a change number (trial.bench_seq), and a reader is
+// given a bound below which every number that will ever be written has
+// committed already, so that polling with that bound misses no change
+// (see Changes).
 //
 // On SQLite, where write transactions run one at a time, the number is
 // the experiment's largest plus one, computed in the trial's own
@@ -22,32 +23,44 @@ import (
 // trial_bench_seq_idx), and the reader's bound is that largest number:
 // no statement and no lock of the feed's own (schema version 8).
 //
-// On PostgreSQL, MySQL and MariaDB, where writers run at once, the number
-// is taken from bench_feed's row of the experiment, which locks that row
-// until the commit: numbers thus commit in order. It is taken, and the
-// changed trials stamped with it, in the transaction's last round trip,
-// together with the statement the transaction ends with anyway where
-// there is one (takeAndStamp: the insert of a trial's status history):
-// on PostgreSQL one statement of data-modifying WITHs, on MySQL and
-// MariaDB a multi-statement in which the number is LAST_INSERT_ID(expr),
-// the documented way to emulate a sequence. The trials' own statements
-// write a guess of the number (guessSeq), and the stamp writes only the
-// trials whose guess is wrong: with one writer, never; with several,
-// whose transactions take numbers in another order than they guessed,
-// often (then a trial's row is written twice, as it always was before
-// schema version 8). Whatever the guess, what commits is the number
-// taken under bench_feed's lock. Locks are taken in one order:
-// trials' rows, then the experiment's row (insertTrial), then
-// bench_feed's; nothing is locked after it but the transaction's own
-// rows (on PostgreSQL the experiment's row is locked FOR NO KEY UPDATE,
-// so that the foreign-key check of an update after the number, which
-// takes it FOR KEY SHARE, never waits for it). A new trial's INSERT on
-// PostgreSQL takes the number itself (a data-modifying WITH, after the
-// experiment's lock).
+// On PostgreSQL (schema version 9) the number is the writing
+// transaction's id (pg_current_xact_id(), 64 bits with its epoch, so it
+// never wraps), written by the trial's own statement (seqExpr), and
+// bench_feed is gone: writers take no lock and update no row of the
+// feed's own, so concurrent writers commit at once. A reader's bound is
+// its snapshot's xmin (pg_snapshot_xmin(pg_current_snapshot())): every
+// transaction with a smaller id has ended, and every transaction that
+// has not ended, or starts later, has an id at least that large. So
+// Changes(since) returns the trials with since <= bench_seq < xmin and
+// xmin as the next number; a change committed with a larger id is
+// returned by a later poll, not missed. The price: a transaction with an
+// id (one that wrote anything, in any database of the server) that stays
+// open holds xmin back, and with it every reader's view of the changes
+// committed after it began, until it ends (see docs/storage.md). Numbers
+// are not per experiment and not consecutive.
+//
+// On MySQL and MariaDB, where writers run at once and InnoDB tells
+// neither a transaction its id nor a reader the oldest open one without
+// the PROCESS privilege, the number is taken from bench_feed's row of the
+// experiment, which locks that row until the commit: numbers thus commit
+// in order. It is taken, and the changed trials stamped with it, in the
+// transaction's last round trip, together with the statement the
+// transaction ends with anyway where there is one (takeAndStamp: the
+// insert of a trial's status history): a multi-statement in which the
+// number is LAST_INSERT_ID(expr), the documented way to emulate a
+// sequence. The trials' own statements write a guess of the number
+// (guessSeq), and the stamp writes only the trials whose guess is wrong:
+// with one writer, never; with several, whose transactions take numbers
+// in another order than they guessed, often (then a trial's row is
+// written twice, as it always was before schema version 8). Whatever the
+// guess, what commits is the number taken under bench_feed's lock. Locks
+// are taken in one order: trials' rows, then the experiment's row
+// (insertTrial), then bench_feed's; nothing is locked after it but the
+// transaction's own rows.
 
 // guess is a change number written into the trials a transaction changes
-// before it takes the real one (PostgreSQL, MySQL, MariaDB; see
-// takeAndStamp); release must be called when the transaction ends
+// before it takes the real one (MySQL, MariaDB; see takeAndStamp);
+// release must be called when the transaction ends
 // (deferred).
 type guess struct {
 	seq  int64
@@ -91,9 +104,10 @@ func (f *feedState) took(seq int64, g *guess) {
 // guessSeq is the change number to write into the bench_seq of the trials
 // a transaction changes (seqExpr, seqArg): the last number this process
 // took, plus its transactions that guessed and took none yet, plus one.
-// On SQLite the statement computes the number itself (no guess).
+// On SQLite and PostgreSQL the statement computes the number itself (no
+// guess).
 func (e *experiment) guessSeq() *guess {
-	if e.s.dialect.name() == "sqlite" {
+	if !e.takesSeq() {
 		return &guess{}
 	}
 	f := e.feed()
@@ -112,21 +126,36 @@ func (e *experiment) feed() *feedState {
 	return v.(*feedState)
 }
 
+// takesSeq reports whether the experiment's change numbers are taken from
+// bench_feed (MySQL, MariaDB) rather than computed by the statements that
+// change trials (SQLite, PostgreSQL).
+func (e *experiment) takesSeq() bool {
+	return e.s.dialect.name() == "mysql"
+}
+
 // seqExpr is the value of bench_seq in a statement that changes trials of
 // the experiment, with one argument, seqArg: on SQLite the experiment's
-// largest number plus one; elsewhere the guess (the column as it is for
-// none).
+// largest number plus one; on PostgreSQL the transaction's id (the
+// argument is NULL); on MySQL and MariaDB the guess (the column as it is
+// for none).
 func (e *experiment) seqExpr() string {
-	if e.s.dialect.name() == "sqlite" {
+	switch e.s.dialect.name() {
+	case "sqlite":
 		return `COALESCE((SELECT MAX(bench_seq) FROM trial WHERE exp_id = ? AND bench_seq IS NOT NULL), 0) + 1`
+	case "postgres":
+		return `COALESCE(?, ` + pgXactID + `)`
 	}
 	return `COALESCE(?, bench_seq)`
 }
 
+// pgXactID is the PostgreSQL transaction's id as a BIGINT (xid8 has no
+// cast to it but through text; it is below 2^63).
+const pgXactID = `pg_current_xact_id()::text::bigint`
+
 // seqValue is seqExpr for a new trial's INSERT (with seqArg): the guess
-// (or NULL) but on SQLite.
+// (or NULL) on MySQL and MariaDB.
 func (e *experiment) seqValue() string {
-	if e.s.dialect.name() == "sqlite" {
+	if !e.takesSeq() {
 		return e.seqExpr()
 	}
 	return `?`
@@ -146,11 +175,11 @@ func (e *experiment) seqArg(g *guess) any {
 // settle takes the experiment's next change number as the last statement
 // of the transaction and gives it to the trials of the experiment that
 // where selects (on table trial, with args), which the transaction wrote
-// guess g into; on SQLite the statements numbered them already. When the
-// experiment has no bench_feed row yet (its first change, or one created
-// by mlos_bench), it creates it.
+// guess g into; on SQLite and PostgreSQL the statements numbered them
+// already. When the experiment has no bench_feed row yet (its first
+// change, or one created by mlos_bench), it creates it.
 func (e *experiment) settle(ctx context.Context, r runner, g *guess, where string, args ...any) error {
-	if e.s.dialect.name() == "sqlite" {
+	if !e.takesSeq() {
 		return nil
 	}
 	if ok, err := e.takeAndStamp(ctx, r, "", nil, g, where, args...); err != nil || ok {
@@ -178,7 +207,7 @@ func (e *experiment) settleTrial(ctx context.Context, r runner, g *guess, trialI
 // touch numbers the trials of the experiment that where selects (several
 // trials: claims, releases), as the transaction's last statement.
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
-	if e.s.dialect.name() == "sqlite" {
+	if !e.takesSeq() {
 		_, err := r.exec(ctx, `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND `+where,
 			append([]any{e.seqArg(nil), e.info.ID}, args...)...)
 		if err != nil {
@@ -194,33 +223,17 @@ func (e *experiment) touch(ctx context.Context, r runner, where string, args ...
 // experiment's next change number and gives it to the trials of the
 // experiment that where selects (on table trial, with whereArgs), which
 // the transaction changed already with guess g: only those whose guess
-// is wrong are written again. On PostgreSQL it is one statement
-// (data-modifying WITHs); on MySQL and MariaDB a multi-statement: the
-// number is LAST_INSERT_ID, reset first so that a missing bench_feed row
-// is told from a number taken earlier on the connection, and set again by
-// the stamp so that its reply carries it; a row set to the value it has
-// is not written (and counts as matched, see ClientFoundRows). It reports
-// whether it took the number: not on SQLite (the statements numbered the
-// trials), nor when the experiment has no bench_feed row yet (settle
-// creates it).
+// is wrong are written again. On MySQL and MariaDB it is a
+// multi-statement: the number is LAST_INSERT_ID, reset first so that a
+// missing bench_feed row is told from a number taken earlier on the
+// connection, and set again by the stamp so that its reply carries it; a
+// row set to the value it has is not written (and counts as matched, see
+// ClientFoundRows). It reports whether it took the number: not on SQLite
+// and PostgreSQL (the statements numbered the trials: q alone runs), nor
+// when the experiment has no bench_feed row yet (settle creates it).
 func (e *experiment) takeAndStamp(ctx context.Context, r runner, q string, args []any, g *guess, where string, whereArgs ...any) (bool, error) {
 	var seq int64
 	switch e.s.dialect.name() {
-	case "postgres":
-		with := `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)`
-		if q != "" {
-			with += `, h AS (` + q + `)`
-		}
-		all := append(append(append([]any{e.info.ID}, args...), e.info.ID), whereArgs...)
-		err := r.queryRow(ctx, with+`, u AS (UPDATE trial SET bench_seq = f.seq FROM f
-			WHERE trial.exp_id = ? AND trial.bench_seq IS DISTINCT FROM f.seq AND `+where+`)
-			SELECT seq FROM f`, all...).Scan(&seq)
-		if errors.Is(err, dbsql.ErrNoRows) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
 	case "mysql":
 		if q != "" {
 			q += "; "
@@ -249,7 +262,7 @@ func (e *experiment) takeAndStamp(ctx context.Context, r runner, q string, args 
 }
 
 // bump takes the experiment's next change number, locking its bench_feed
-// row until the commit (see above), and returns it.
+// row until the commit (see above), and returns it (MySQL, MariaDB).
 func (e *experiment) bump(ctx context.Context, r runner) (int64, error) {
 	seq, ok, err := e.nextSeq(ctx, r)
 	if err == nil && !ok {
@@ -269,27 +282,18 @@ func (e *experiment) bump(ctx context.Context, r runner) (int64, error) {
 }
 
 // nextSeq adds one to the experiment's change number and returns it, or
-// false when the experiment has no bench_feed row.
+// false when the experiment has no bench_feed row (MySQL, MariaDB: the
+// reply to the UPDATE carries LAST_INSERT_ID, here set to the new number;
+// rows affected: matched, see ClientFoundRows).
 func (e *experiment) nextSeq(ctx context.Context, r runner) (int64, bool, error) {
-	if !e.s.dialect.returning() {
-		// MySQL, MariaDB: the reply to the UPDATE carries LAST_INSERT_ID,
-		// here set to the new number (rows affected: matched, see
-		// ClientFoundRows).
-		res, err := r.exec(ctx, `UPDATE bench_feed SET seq = LAST_INSERT_ID(seq + 1) WHERE exp_id = ?`, e.info.ID)
-		if err != nil {
-			return 0, false, err
-		}
-		if ok, err := affected(res); err != nil || !ok {
-			return 0, false, err
-		}
-		seq, err := res.LastInsertId()
-		return seq, err == nil, err
+	res, err := r.exec(ctx, `UPDATE bench_feed SET seq = LAST_INSERT_ID(seq + 1) WHERE exp_id = ?`, e.info.ID)
+	if err != nil {
+		return 0, false, err
 	}
-	var seq int64
-	err := r.queryRow(ctx, `UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq`, e.info.ID).Scan(&seq)
-	if errors.Is(err, dbsql.ErrNoRows) {
-		return 0, false, nil
+	if ok, err := affected(res); err != nil || !ok {
+		return 0, false, err
 	}
+	seq, err := res.LastInsertId()
 	return seq, err == nil, err
 }
 
@@ -299,6 +303,9 @@ func (e *experiment) nextSeq(ctx context.Context, r runner) (int64, bool, error)
 func (e *experiment) Changes(ctx context.Context, since int64) ([]storage.Trial, int64, error) {
 	if since < 0 {
 		return nil, 0, fmt.Errorf("%w: change number %d", storage.ErrInvalid, since)
+	}
+	if e.s.dialect.name() == "postgres" {
+		return e.pgChanges(ctx, since)
 	}
 	var out []storage.Trial
 	next := since
@@ -331,6 +338,62 @@ func (e *experiment) Changes(ctx context.Context, since int64) ([]storage.Trial,
 			return nil // nothing changed: no scan
 		}
 		out, err = e.loadTrials(ctx, r, "t.bench_seq > ? AND t.bench_seq <= ?", []any{since, next}, 0)
+		return err
+	})
+	if err != nil {
+		return nil, since, err
+	}
+	return out, next, nil
+}
+
+// pgChanges is Changes on PostgreSQL (schema version 9), where a change's
+// number is its transaction's id: the trials with since <= bench_seq <
+// xmin, xmin being the snapshot's oldest transaction still open (or, with
+// none open, the next id to be given), and xmin as the next number. The
+// read runs in one snapshot (REPEATABLE READ), so xmin and the trials are
+// of the same moment; the first statement also tells whether anything is
+// in that range, so that a poll that finds nothing is one statement.
+func (e *experiment) pgChanges(ctx context.Context, since int64) ([]storage.Trial, int64, error) {
+	var out []storage.Trial
+	next := since
+	err := e.s.read(ctx, func(r runner) error {
+		var (
+			xmin              int64
+			numbered, changed bool
+		)
+		err := r.queryRow(ctx, `SELECT h.xmin,
+				EXISTS (SELECT 1 FROM trial WHERE exp_id = ? AND bench_seq IS NOT NULL),
+				EXISTS (SELECT 1 FROM trial WHERE exp_id = ? AND bench_seq >= ? AND bench_seq < h.xmin)
+			FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin) h`,
+			e.info.ID, e.info.ID, since).Scan(&xmin, &numbered, &changed)
+		if err != nil {
+			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
+		}
+		switch {
+		case !numbered:
+			// No trial has a number (none yet, or only mlos_bench's): 0,
+			// so that the caller reads every trial again next time, as
+			// before the feed.
+			next = 0
+			since = 0
+		case since > xmin:
+			// The caller's number is ahead of this server's transaction
+			// ids: not this numbering (a database restored on another
+			// server).
+			// Everything is changed, as from 0, rather than nothing until
+			// the ids catch up.
+			since, next = 0, xmin
+		default:
+			next = xmin
+		}
+		if since == 0 {
+			out, err = e.loadTrials(ctx, r, "1 = 1", nil, 0)
+			return err
+		}
+		if !changed {
+			return nil
+		}
+		out, err = e.loadTrials(ctx, r, "t.bench_seq >= ? AND t.bench_seq < ?", []any{since, next}, 0)
 		return err
 	})
 	if err != nil {

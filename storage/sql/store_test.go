@@ -796,6 +796,9 @@ func TestMigrations(t *testing.T) {
 		}
 		wantTables := []string{"bench_feed", "bench_schema_version", "config", "config_param", "experiment", "objectives",
 			"trial", "trial_output", "trial_param", "trial_result", "trial_status", "trial_telemetry", "worker"}
+		if b.name == "postgres" {
+			wantTables = wantTables[1:] // no bench_feed since schema version 9
+		}
 		if diff := cmp.Diff(wantTables, tables); diff != "" {
 			t.Errorf("tables (-want +got):\n%s", diff)
 		}

@@ -149,12 +149,12 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 
 // insertTrial stores a planned trial, setting its id and config id, and
 // gives it (and the trials also, changed earlier in the transaction) the
-// experiment's next change number as its last step: on SQLite in the
-// INSERT (seqExpr); on PostgreSQL, for the new trial alone, the INSERT
-// takes the number itself (a data-modifying WITH, after the experiment's
-// lock); otherwise the insert of its status history takes it
-// (takeAndStamp). stamped reports whether they have the number; when not
-// (on SQLite, or no bench_feed row yet), the caller settles them.
+// experiment's next change number as its last step: on SQLite and
+// PostgreSQL in the INSERT (seqExpr); on MySQL and MariaDB the insert of
+// its status history takes it (takeAndStamp). stamped reports whether
+// they have the number from takeAndStamp; when not (on SQLite and
+// PostgreSQL, where settling does nothing, or no bench_feed row yet), the
+// caller settles them.
 func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, g *guess, locked bool, also ...int) (stamped bool, err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
@@ -208,18 +208,7 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 		args = slices.Delete(args, 3, 4)
 	}
-	if len(also) == 0 && e.s.dialect.name() == "postgres" {
-		var seq dbsql.NullInt64
-		err := r.queryRow(ctx, `WITH f AS (UPDATE bench_feed SET seq = seq + 1 WHERE exp_id = ? RETURNING seq)
-			INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, (SELECT seq FROM f)) RETURNING bench_seq`,
-			append([]any{e.info.ID}, args[:len(args)-1]...)...).Scan(&seq)
-		if err != nil {
-			return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, e.s.scrub(err))
-		}
-		if stamped = seq.Valid; stamped {
-			e.feed().took(seq.Int64, g)
-		}
-	} else if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqValue()+`)`, args...); err != nil {
+	if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqValue()+`)`, args...); err != nil {
 		return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
@@ -232,9 +221,6 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	statuses := []trial.Status{trial.PENDING}
 	if tr.Status == trial.RUNNING {
 		statuses = append(statuses, trial.RUNNING)
-	}
-	if stamped {
-		return true, e.addHistory(ctx, r, tr.ID, ts, statuses...)
 	}
 	// The status history last: its insert takes the change number.
 	ids := append([]any{tr.ID}, anys(also)...)
@@ -360,7 +346,7 @@ func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (i
 // then be the transaction's last statement. stamped reports whether it
 // did.
 func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, g *guess, stamp string, stampArgs []any, statuses ...trial.Status) (stamped bool, err error) {
-	if stamp == "" || e.s.dialect.name() == "sqlite" {
+	if stamp == "" || !e.takesSeq() {
 		return false, e.addHistory(ctx, r, trialID, ts, statuses...)
 	}
 	q := "INSERT INTO trial_status (exp_id, trial_id, ts, status) VALUES "
