@@ -18,7 +18,7 @@
 #               of 1 s, SQLite); the new build also with --no-canary
 #
 # PostgreSQL and MariaDB are started with scripts/testenv (their Debian
-# packages installed if missing) unless BENCH_TEST_POSTGRES_URL and
+# packages installed if missing) unless BENCH_TEST_PG_URL and
 # BENCH_TEST_MYSQL_URL are set. Output: one line per measurement, then a
 # table of medians and of the median per-round ratio new/base with its
 # range. Raw lines are kept in $OUT (default /tmp/bench-before-after.txt).
@@ -51,7 +51,7 @@ build() { # $1 = source dir, $2 = name
 build "$work/base-src" base
 build "$root" new
 
-if [[ " $CASES " == *" storage "* ]] && [ -z "${BENCH_TEST_POSTGRES_URL:-}${BENCH_TEST_MYSQL_URL:-}" ]; then
+if [[ " $CASES " == *" storage "* ]] && [ -z "${BENCH_TEST_PG_URL:-}${BENCH_TEST_MYSQL_URL:-}" ]; then
   started_env=1
   eval "$(scripts/testenv/postgres.sh up "$work/env")"
   eval "$(scripts/testenv/mariadb.sh up "$work/env")"
