@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/benchtune/bench/optimizers/bayes"
+)
+
+// -noise-kernel: the noise-aware methods' kernel, "matern" (the default:
+// the Matérn-5/2 ARD kernel) or "additive" (bayes.Optimizer.SetAdditive:
+// the Matérn kernel mixed with its first-order additive part, the share
+// fitted; optimizers/bayes/additive.go), or "additive10" (the additive
+// kernel from 10 dimensions up, the Matérn kernel below). naive and
+// noisefree are today's GP either way.
+var noiseKernel = "matern"
+
+// noiseKernelCheck rejects an unknown -noise-kernel, and the additive
+// kernel with a local search (SetAdditive does not combine with it).
+func noiseKernelCheck() error {
+	switch noiseKernel {
+	case "matern":
+		return nil
+	case "additive", "additive10":
+		if noiseSearch != "global" {
+			return fmt.Errorf("-noise-kernel %s needs -noise-search global", noiseKernel)
+		}
+		return nil
+	}
+	return fmt.Errorf("-noise-kernel: want matern, additive or additive10, got %q", noiseKernel)
+}
+
+// noiseKernelSet sets the noise-aware optimizer's kernel as -noise-kernel
+// says (after SetNoise and the local search, which noiseKernelCheck
+// keeps off with the additive kernel).
+func noiseKernelSet(o *bayes.Optimizer, dims int) error {
+	if noiseKernel == "additive" || (noiseKernel == "additive10" && dims >= 10) {
+		return o.SetAdditive(true)
+	}
+	return nil
+}
