@@ -201,7 +201,7 @@ func run(args []string, w io.Writer) error {
 			}
 			sigmas = append(sigmas, v)
 		}
-		if err := noiseKernelCheck(); err != nil {
+		if err := noiseKernelCheck(w); err != nil {
 			return err
 		}
 		if done, err := noiseSearchRun(w, cfg, probs, sigmas, *noiseMeths); done || err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/benchtune/bench/optimizers/bayes"
 )
@@ -15,8 +16,9 @@ import (
 var noiseKernel = "matern"
 
 // noiseKernelCheck rejects an unknown -noise-kernel, and the additive
-// kernel with a local search (SetAdditive does not combine with it).
-func noiseKernelCheck() error {
+// kernel with a local search (SetAdditive does not combine with it); it
+// names a kernel other than the default in the output.
+func noiseKernelCheck(w io.Writer) error {
 	switch noiseKernel {
 	case "matern":
 		return nil
@@ -24,6 +26,7 @@ func noiseKernelCheck() error {
 		if noiseSearch != "global" {
 			return fmt.Errorf("-noise-kernel %s needs -noise-search global", noiseKernel)
 		}
+		fmt.Fprintf(w, "noise-aware kernel: %s\n", noiseKernel)
 		return nil
 	}
 	return fmt.Errorf("-noise-kernel: want matern, additive or additive10, got %q", noiseKernel)

@@ -14,12 +14,14 @@ import (
 // under noise in many dimensions (SetAdditive): the Matérn-5/2 ARD kernel
 // mixed with the sum of its one-dimensional parts,
 //
-//	k(a, b) = (1 − ρ)·M(Σ_d w_d δ_d) + ρ·(1/D)·Σ_d M(w_d δ_d),
+//	k(a, b) = (1 − ρ)·M(Σ_d w_d δ_d) + ρ·(1/D)·Σ_d M(v_d δ_d),
 //
-// with the same lengthscales and signal variance in both parts (so the
-// prior variance k(a, a) = σ_f² is unchanged) and the share ρ ∈ (0, 1) a
-// hyperparameter fitted with the others (MAP; θ gets one more entry after
-// log σ_n², logit ρ, with a normal prior centred on ρ = ½). Where the
+// with the same signal variance in both parts (so the prior variance
+// k(a, a) = σ_f² is unchanged), lengthscales of their own (v_d = 1/ℓ'_d²,
+// with a one-dimensional model's prior), and the share ρ ∈ (0, 1) a
+// hyperparameter fitted with the others (MAP; θ gets 1 + D more entries
+// after log σ_n²: logit ρ, with a normal prior centred on ρ = ½, then
+// log ℓ'_d). Where the
 // function is a sum of one-dimensional terms (Levy's function is), the
 // additive part lets every measurement inform each coordinate's term
 // separately: a noisy measurement is averaged with every other one that
@@ -38,12 +40,12 @@ const (
 	addRhoHi = 6.0
 )
 
-var errAdditiveCombo = errors.New("the additive kernel does not combine with fidelity, trust regions or noise_search local")
+var errAdditiveCombo = errors.New("the additive kernel does not combine with fidelity, trust regions, the sparse prior (from 20 dimensions) or noise_search local")
 
 // SetAdditive turns the additive kernel on or off (off by default). It
 // does not combine with a fidelity dimension, trust regions (from
-// TrustRegionMinDims dimensions up) or the local search of noise-aware
-// mode. The hyperparameters are refitted at the next Suggest.
+// TrustRegionMinDims dimensions up), the sparse lengthscale prior (from
+// SparsePriorMinDims up) or the local search of noise-aware mode. The hyperparameters are refitted at the next Suggest.
 func (o *Optimizer) SetAdditive(on bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -52,13 +54,10 @@ func (o *Optimizer) SetAdditive(on bool) error {
 	}
 	d := o.sp.Len()
 	if on {
-		if o.fid != nil || o.tr != nil || o.nl != nil || o.pr.ftk != nil {
+		if o.fid != nil || o.tr != nil || o.nl != nil || o.pr.ftk != nil || o.pr.sparse {
 			return errAdditiveCombo
 		}
-		o.pr.mu = append(slices.Clone(o.pr.mu[:d+2]), addRhoMu)
-		o.pr.sd = append(slices.Clone(o.pr.sd[:d+2]), addRhoSD)
-		o.pr.lo = append(slices.Clone(o.pr.lo[:d+2]), addRhoLo)
-		o.pr.hi = append(slices.Clone(o.pr.hi[:d+2]), addRhoHi)
+		o.pr = addPriors(o.pr, d)
 	} else {
 		o.pr.mu, o.pr.sd, o.pr.lo, o.pr.hi = o.pr.mu[:d+2], o.pr.sd[:d+2], o.pr.lo[:d+2], o.pr.hi[:d+2]
 	}
@@ -75,21 +74,45 @@ func (o *Optimizer) Additive() (bool, float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	d := o.sp.Len()
-	if !o.pr.add || len(o.theta) != d+3 {
+	if !o.pr.add || len(o.theta) != 2*d+3 {
 		return o.pr.add, 0
 	}
 	return true, sigmoid(o.theta[d+2])
 }
 
+// addPriors returns p (of a d-dimensional model) with the additive part's
+// hyperparameters after log σ_n²: logit ρ, then the one-dimensional
+// parts' log lengthscales, with the prior of a one-dimensional model's.
+func addPriors(p priors, d int) priors {
+	q := p
+	q.mu = append(slices.Clone(p.mu[:d+2]), addRhoMu)
+	q.sd = append(slices.Clone(p.sd[:d+2]), addRhoSD)
+	q.lo = append(slices.Clone(p.lo[:d+2]), addRhoLo)
+	q.hi = append(slices.Clone(p.hi[:d+2]), addRhoHi)
+	one := newPriors(1)
+	for range d {
+		q.mu, q.sd = append(q.mu, one.mu[0]), append(q.sd, one.sd[0])
+		q.lo, q.hi = append(q.lo, one.lo[0]), append(q.hi, one.hi[0])
+	}
+	q.add = true
+	return q
+}
+
 func sigmoid(t float64) float64 { return 1 / (1 + math.Exp(-t)) }
 
-// addShare returns ρ for hyperparameters th of a d-dimensional model (0:
-// no additive part; θ carries it as its (d+3)-th entry, see SetAdditive).
-func addShare(th hyper, d int) float64 {
-	if len(th) != d+3 {
-		return 0
+// newGPAdd is newGP, with the additive part when add is true (θ then
+// carries logit ρ and the one-dimensional lengthscales after log σ_n²).
+func newGPAdd(cat []bool, th hyper, add bool) *gp {
+	g := newGP(cat, th)
+	d := len(cat)
+	if add && len(th) == 2*d+3 {
+		g.rho = sigmoid(th[d+2])
+		g.wa = make([]float64, d)
+		for i := range d {
+			g.wa[i] = math.Exp(-2 * th[d+3+i])
+		}
 	}
-	return sigmoid(th[d+2])
+	return g
 }
 
 // base is the kernel between features a and b without the learning-curve
@@ -102,10 +125,10 @@ func (g *gp) base(a, b []float64) float64 {
 	return (1-g.rho)*k + g.rho*g.addPart(a, b)
 }
 
-// addPart is (1/D)·Σ_d M(w_d δ_d(a, b)).
+// addPart is (1/D)·Σ_d M(wa_d δ_d(a, b)).
 func (g *gp) addPart(a, b []float64) float64 {
 	s := 0.0
-	for k, w := range g.w {
+	for k, w := range g.wa {
 		var r2 float64
 		if g.cat[k] {
 			if a[k] != b[k] {
@@ -146,8 +169,8 @@ func (g *gp) predictGradAdd(x []float64, dims []int, dmu, dv []float64) (mu, v f
 		sm, sv := 0.0, 0.0
 		for i := range n {
 			t := x[d] - g.x[i*g.d+d]
-			_, da := matern(g.w[d]*t*t, g.sig2)
-			gk := ((1-g.rho)*dk[i] + g.rho*inv*da) * 2 * g.w[d] * t
+			_, da := matern(g.wa[d]*t*t, g.sig2)
+			gk := ((1-g.rho)*dk[i]*g.w[d] + g.rho*inv*da*g.wa[d]) * 2 * t
 			sm += g.alpha[i] * gk
 			sv += b[i] * gk
 		}
@@ -165,10 +188,14 @@ func (g *gp) predictGradAdd(x []float64, dims []int, dmu, dv []float64) (mu, v f
 func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj float64, grad []float64) float64 {
 	n, d := f.n, f.d
 	rho := sigmoid(tc[d+2])
+	wa := make([]float64, d)
+	for k := range d {
+		wa[k] = math.Exp(-2 * tc[d+3+k])
+	}
 	np := n * (n - 1) / 2
 	if len(f.addF) != np {
 		f.addF, f.addA = make([]float64, np), make([]float64, np)
-		f.addD = make([]float64, np*d)
+		f.addD, f.addDF = make([]float64, np*d), make([]float64, np)
 	}
 	inv := 1 / float64(d)
 	for p := range np {
@@ -179,10 +206,11 @@ func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj floa
 		kf, dkf := matern(r2, sig2)
 		ka := 0.0
 		for k := range d {
-			v, dv := matern(w[k]*f.delta[k][p], sig2)
+			v, dv := matern(wa[k]*f.delta[k][p], sig2)
 			ka += v
-			f.addD[p*d+k] = (1-rho)*dkf + rho*inv*dv
+			f.addD[p*d+k] = rho * inv * dv
 		}
+		f.addDF[p] = (1 - rho) * dkf
 		ka *= inv
 		f.addF[p], f.addA[p] = kf, ka
 		f.kf[p] = (1-rho)*kf + rho*ka
@@ -222,7 +250,7 @@ func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj floa
 	if _, ok := lapack64.Potri(t); !ok {
 		return obj
 	}
-	glen := make([]float64, d)
+	glen, gadd := make([]float64, d), make([]float64, d)
 	gsig, gnoise, grho := 0.0, 0.0, 0.0
 	p := 0
 	for i := 1; i < n; i++ {
@@ -232,7 +260,8 @@ func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj floa
 			gsig += wij * f.kf[p]
 			grho += wij * rho * (1 - rho) * (f.addA[p] - f.addF[p])
 			for k := range d {
-				glen[k] += wij * f.addD[p*d+k] * -2 * w[k] * f.delta[k][p]
+				glen[k] += wij * f.addDF[p] * -2 * w[k] * f.delta[k][p]
+				gadd[k] += wij * f.addD[p*d+k] * -2 * wa[k] * f.delta[k][p]
 			}
 			p++
 		}
@@ -247,7 +276,7 @@ func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj floa
 			grad[k] -= glen[k]
 		}
 	}
-	for k, g := range []float64{gsig, gnoise, grho} {
+	for k, g := range append([]float64{gsig, gnoise, grho}, gadd...) {
 		if th[d+k] == tc[d+k] {
 			grad[d+k] -= g
 		}

@@ -3,6 +3,7 @@ package bayes
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/benchtune/bench/tunables"
@@ -24,21 +25,13 @@ func addData(n int, seed uint64) ([][]float64, []float64, []float64, []bool) {
 	return xs, cnt, standardize(y), cat
 }
 
-func addPriors(d int) priors {
-	p := newPriors(d)
-	p.mu, p.sd = append(p.mu, addRhoMu), append(p.sd, addRhoSD)
-	p.lo, p.hi = append(p.lo, addRhoLo), append(p.hi, addRhoHi)
-	p.add = true
-	return p
-}
-
 func TestAdditiveNegLogPostGradient(t *testing.T) {
 	xs, cnt, y, cat := addData(30, 5)
-	f := newFitData(xs, cnt, y, cat, addPriors(3))
+	f := newFitData(xs, cnt, y, cat, addPriors(newPriors(3), 3))
 	for _, th := range []hyper{
-		{math.Log(0.3), math.Log(0.7), math.Log(1.5), 0.2, math.Log(1e-2), 0.4},
-		{math.Log(1.1), math.Log(0.2), math.Log(0.05), -0.5, math.Log(0.3), -2},
-		{math.Log(0.4), math.Log(0.2), math.Log(0.5), -0.5, math.Log(0.3), 9}, // ρ beyond its bound
+		{math.Log(0.3), math.Log(0.7), math.Log(1.5), 0.2, math.Log(1e-2), 0.4, math.Log(0.2), math.Log(0.5), math.Log(2)},
+		{math.Log(1.1), math.Log(0.2), math.Log(0.05), -0.5, math.Log(0.3), -2, math.Log(0.9), math.Log(0.1), math.Log(0.3)},
+		{math.Log(0.4), math.Log(0.2), math.Log(0.5), -0.5, math.Log(0.3), 9, math.Log(0.3), math.Log(0.3), math.Log(0.3)}, // ρ beyond its bound
 	} {
 		grad := make([]float64, len(th))
 		f.negLogPost(th, grad)
@@ -62,15 +55,15 @@ func TestAdditiveNegLogPostGradient(t *testing.T) {
 // kernel of a sum of one-dimensional kernels.
 func TestAdditivePosterior(t *testing.T) {
 	xs, cnt, y, cat := addData(25, 7)
-	th := hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3), 0.7}
-	g := newGP(cat, th)
+	th := hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3), 0.7, math.Log(0.2), math.Log(0.6), math.Log(1.1)}
+	g := newGPAdd(cat, th, true)
 	if g.rho == 0 || math.Abs(g.rho-sigmoid(0.7)) > 1e-15 {
 		t.Fatalf("ρ = %v, want %v", g.rho, sigmoid(0.7))
 	}
 	if err := g.setData(xs, cnt, y); err != nil {
 		t.Fatal(err)
 	}
-	inc := newGP(cat, th)
+	inc := newGPAdd(cat, th, true)
 	if err := inc.setData(xs[:15], cnt[:15], y[:15]); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +102,7 @@ func TestAdditivePosterior(t *testing.T) {
 	if k := g.base(a, a); math.Abs(k-g.sig2) > 1e-12 {
 		t.Errorf("k(a, a) = %v, want σ_f² = %v", k, g.sig2)
 	}
-	full := newGP(cat, th[:5])
+	full := newGP(cat, append(slices.Clone(th[6:9]), th[3:5]...))
 	g.rho = 1
 	want := 0.0
 	for d := range 3 {
@@ -162,7 +155,7 @@ func TestAdditiveFitsShare(t *testing.T) {
 	if err := o.SetAdditive(false); err != nil {
 		t.Fatal(err)
 	}
-	if on, _ := o.Additive(); on || len(o.pr.mu) != len(dims)+2 {
+	if on, _ := o.Additive(); on || len(o.pr.mu) != len(dims)+2 || o.pr.add {
 		t.Errorf("after SetAdditive(false): on %v, %d priors", on, len(o.pr.mu))
 	}
 	if _, err := o.Suggest(1, nil); err != nil {

@@ -443,10 +443,10 @@ func (o *Optimizer) prepareModel(y []float64) error {
 // points from baseN on appended to g's factorisation and the targets
 // replaced (they are re-standardised as data grows). It returns the GP
 // and its new baseN.
-func syncGP(g *gp, baseN int, cat []bool, theta []float64, xs [][]float64, cnt, y []float64) (*gp, int, error) {
+func syncGP(g *gp, baseN int, cat []bool, theta []float64, xs [][]float64, cnt, y []float64, add bool) (*gp, int, error) {
 	n := len(xs)
 	if baseN < 0 || g == nil {
-		ng := newGP(cat, theta)
+		ng := newGPAdd(cat, theta, add)
 		if err := ng.setData(xs, cnt, y); err != nil {
 			return g, baseN, err
 		}

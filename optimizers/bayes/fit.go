@@ -37,7 +37,8 @@ type priors struct {
 	// ftk adds the learning-curve term along the fidelity (ftk.go), with
 	// three more hyperparameters after log σ_n².
 	ftk *ftkSpec
-	// add: the additive kernel (additive.go), with logit ρ after log σ_n².
+	// add: the additive kernel (additive.go), with logit ρ and the
+	// one-dimensional lengthscales after log σ_n².
 	add bool
 }
 
@@ -132,7 +133,7 @@ type fitData struct {
 	alpha     []float64
 	ft        *ftkFit // nil: no learning-curve term (ftk.go)
 
-	addF, addA, addD []float64 // scratch of the additive kernel (additive.go)
+	addF, addA, addD, addDF []float64 // scratch of the additive kernel (additive.go)
 }
 
 func newFitData(xs [][]float64, cnt, y []float64, cat []bool, pr priors) *fitData {

@@ -62,7 +62,8 @@ type gp struct {
 
 	ft *ftkGP // nil: no learning-curve term (ftk.go)
 
-	rho float64 // the additive part's share (additive.go); 0: none
+	rho float64   // the additive part's share (additive.go); 0: none
+	wa  []float64 // the additive part's 1/ℓ'² (additive.go)
 }
 
 func newGP(cat []bool, th hyper) *gp {
@@ -73,7 +74,6 @@ func newGP(cat []bool, th hyper) *gp {
 	}
 	g.sig2 = math.Exp(th[d])
 	g.noise = math.Exp(th[d+1])
-	g.rho = addShare(th, d)
 	return g
 }
 
