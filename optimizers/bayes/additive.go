@@ -283,3 +283,47 @@ func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj floa
 	}
 	return obj
 }
+
+// SetAdditiveSelect makes each hyperparameter fit of an additive model
+// (SetAdditive) a choice between two fits: the plain Matérn kernel (from
+// the same starts as without the additive kernel, so that a run in which
+// the plain kernel always wins is the run without it) and the mixture
+// (from the plain fit and the previous mixture), the mixture kept only
+// when its negative log posterior is lower by more than a BIC penalty for
+// its 1 + D more hyperparameters, ½·(1 + D)·log n. Off by default (the
+// mixture is always used).
+func (o *Optimizer) SetAdditiveSelect(on bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.addSelect = on
+	o.theta = nil
+	o.baseN = -1
+}
+
+// fitSelect is fit's end for SetAdditiveSelect: it returns θ of the plain
+// kernel (d + 2 entries) or of the mixture (2d + 3, priors pr).
+func (o *Optimizer) fitSelect(xs [][]float64, cnt, y []float64, pr priors) hyper {
+	d := len(o.cat)
+	plain := pr
+	plain.add = false
+	plain.mu, plain.sd, plain.lo, plain.hi = pr.mu[:d+2], pr.sd[:d+2], pr.lo[:d+2], pr.hi[:d+2]
+	var ps []hyper
+	if len(o.theta) >= d+2 {
+		ps = append(ps, slices.Clone(o.theta[:d+2]), plain.sample(o.rng))
+	} else {
+		ps = append(ps, plain.defaultHyper())
+		for range 4 {
+			ps = append(ps, plain.sample(o.rng))
+		}
+	}
+	thP, fP := fitHyper(newFitData(xs, cnt, y, o.cat, plain), ps, 60)
+	as := []hyper{append(slices.Clone(thP), pr.mu[d+2:]...)}
+	if len(o.theta) == 2*d+3 {
+		as = append(as, o.theta)
+	}
+	thA, fA := fitHyper(newFitData(xs, cnt, y, o.cat, pr), as, 60)
+	if fA+0.5*float64(1+d)*math.Log(float64(len(xs))) < fP {
+		return thA
+	}
+	return thP
+}

@@ -172,3 +172,36 @@ func TestAdditiveFitsShare(t *testing.T) {
 		t.Error("SetAdditive with a fidelity: no error")
 	}
 }
+
+// TestAdditiveSelect: SetAdditiveSelect's fit keeps the mixture on an
+// additive function (its evidence beats the plain kernel's by more than
+// the penalty) and the plain kernel on a function of x0 + x1 alone, which
+// the plain kernel describes with two lengthscales.
+func TestAdditiveSelect(t *testing.T) {
+	var dims []tunables.Dim
+	for _, n := range []string{"a", "b", "c"} {
+		dims = append(dims, tunables.Dim{Name: n, Tunable: n, Kind: tunables.DimNumeric})
+	}
+	o, err := New(dims, Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetAdditiveSelect(true)
+	if err := o.SetAdditive(true); err != nil {
+		t.Fatal(err)
+	}
+	xs, cnt, y, _ := addData(30, 9)
+	for i := range xs {
+		xs[i][2] /= 2
+	}
+	if th := o.fitSelect(xs, cnt, y, o.pr); len(th) != 2*3+3 {
+		t.Errorf("additive function: θ of %d entries, want the mixture's 9", len(th))
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range xs {
+		y[i] = math.Sin(4*(xs[i][0]+xs[i][1])) + 0.01*rng.NormFloat64()
+	}
+	if th := o.fitSelect(xs, cnt, standardize(y), o.pr); len(th) != 3+2 {
+		t.Errorf("sin(4(x0 + x1)): θ of %d entries, want the plain kernel's 5", len(th))
+	}
+}

@@ -75,6 +75,8 @@ const (
 
 // Optimizer is a GP Bayesian optimizer. It is safe for concurrent use.
 type Optimizer struct {
+	addSelect bool // SetAdditiveSelect (additive.go)
+
 	mu     sync.Mutex
 	sp     *space.Space
 	opts   Options
@@ -497,6 +499,10 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		// locally (in the trust region, whose side along them then opens;
 		// on Ackley-20 without the region, it cost 2.7× in regret).
 		pr = pr.dense()
+	}
+	if pr.add && o.addSelect {
+		o.theta = o.fitSelect(xs, cnt, y, pr) // additive.go
+		return
 	}
 	f := newFitData(xs, cnt, y, o.cat, pr)
 	var starts []hyper
