@@ -93,6 +93,7 @@ func run(args []string, w io.Writer) error {
 	hdMethods := fs.String("hdmethods", "gp-tr,gp", "with -highdim: the methods (gp-tr: trust region; gp: global GP)")
 	noiseLevels := fs.String("noise", "", "instead: the noise benchmark at these multiplicative noise levels, e.g. 0.05,0.1,0.2 (see noise.go)")
 	fs.StringVar(&noiseSearch, "noise-search", "global", "with -noise: the noise-aware methods' search, global, local (a trust region once the global search expects less than the noise, see noise_local.go) or local-tr (local with TuRBO regions from 10 dimensions up, an experiment: noise_ltr.go)")
+	fs.StringVar(&noiseKernel, "noise-kernel", "matern", "with -noise: the noise-aware methods' kernel, matern, additive (mixed with its first-order additive part, see noise_add.go) additive10 (additive from 10 dimensions up) or additive-bic (additive only where it wins a penalised evidence test)")
 	noiseMeths := fs.String("noise-methods", "", "with -noise: only these methods (of noisefree, naive, aware, confirm), regret per seed (see noise_local.go)")
 	pruneArg := fs.String("prune", "", "instead: the early-stopping benchmark with B full trials of S steps, e.g. 40,27 (see prune.go)")
 	hyperbandArg := fs.String("hyperband", "", "instead: the multi-fidelity benchmark (Hyperband, BOHB) against B full-fidelity GP trials of fidelity S, e.g. 40,27 (see hyperband.go)")
@@ -199,6 +200,9 @@ func run(args []string, w io.Writer) error {
 				return fmt.Errorf("-noise: %q is not a noise level", f)
 			}
 			sigmas = append(sigmas, v)
+		}
+		if err := noiseKernelCheck(w); err != nil {
+			return err
 		}
 		if done, err := noiseSearchRun(w, cfg, probs, sigmas, *noiseMeths); done || err != nil {
 			return err

@@ -101,6 +101,9 @@ func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (
 	if aware {
 		o.SetNoise(nil, true)
 		noiseLocalSet(o)
+		if err := noiseKernelSet(o, len(p.dims)); err != nil {
+			return 0, 0, err
+		}
 	}
 	search := budget
 	if method == "confirm" {

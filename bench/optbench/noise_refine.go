@@ -113,6 +113,9 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 	}
 	o.SetNoise(nil, true)
 	noiseLocalSet(o) // -noise-search composes with -refine
+	if err := noiseKernelSet(o, len(p.dims)); err != nil {
+		return 0, 0, 0, err
+	}
 	l, m := rc.split(budget)
 	search := budget - l - rc.k*m
 	if search < 10 {

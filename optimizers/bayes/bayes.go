@@ -75,6 +75,8 @@ const (
 
 // Optimizer is a GP Bayesian optimizer. It is safe for concurrent use.
 type Optimizer struct {
+	addSelect bool // SetAdditiveSelect (additive.go)
+
 	mu     sync.Mutex
 	sp     *space.Space
 	opts   Options
@@ -443,10 +445,10 @@ func (o *Optimizer) prepareModel(y []float64) error {
 // points from baseN on appended to g's factorisation and the targets
 // replaced (they are re-standardised as data grows). It returns the GP
 // and its new baseN.
-func syncGP(g *gp, baseN int, cat []bool, theta []float64, xs [][]float64, cnt, y []float64) (*gp, int, error) {
+func syncGP(g *gp, baseN int, cat []bool, theta []float64, xs [][]float64, cnt, y []float64, add bool) (*gp, int, error) {
 	n := len(xs)
 	if baseN < 0 || g == nil {
-		ng := newGP(cat, theta)
+		ng := newGPAdd(cat, theta, add)
 		if err := ng.setData(xs, cnt, y); err != nil {
 			return g, baseN, err
 		}
@@ -497,6 +499,10 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		// locally (in the trust region, whose side along them then opens;
 		// on Ackley-20 without the region, it cost 2.7× in regret).
 		pr = pr.dense()
+	}
+	if pr.add && o.addSelect {
+		o.theta = o.fitSelect(xs, cnt, y, pr) // additive.go
+		return
 	}
 	f := newFitData(xs, cnt, y, o.cat, pr)
 	var starts []hyper

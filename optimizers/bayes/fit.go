@@ -37,6 +37,9 @@ type priors struct {
 	// ftk adds the learning-curve term along the fidelity (ftk.go), with
 	// three more hyperparameters after log σ_n².
 	ftk *ftkSpec
+	// add: the additive kernel (additive.go), with logit ρ and the
+	// one-dimensional lengthscales after log σ_n².
+	add bool
 }
 
 // Prior constants (inputs in [0,1], standardized targets).
@@ -129,6 +132,8 @@ type fitData struct {
 	kf, dk, l []float64 // scratch: pair kernel values, dk/dr², n×n factor
 	alpha     []float64
 	ft        *ftkFit // nil: no learning-curve term (ftk.go)
+
+	addF, addA, addD, addDF []float64 // scratch of the additive kernel (additive.go)
 }
 
 func newFitData(xs [][]float64, cnt, y []float64, cat []bool, pr priors) *fitData {
@@ -201,6 +206,9 @@ func (f *fitData) negLogPost(th hyper, grad []float64) float64 {
 		w[k] = math.Exp(-2 * tc[k])
 	}
 	sig2, noise := math.Exp(tc[d]), math.Exp(tc[d+1])
+	if f.pr.add {
+		return f.negLogPostAdd(th, tc, w, sig2, noise, obj, grad)
+	}
 
 	p := 0
 	for i := 1; i < n; i++ {

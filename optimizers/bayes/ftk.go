@@ -170,10 +170,10 @@ func (g *gp) kern(a, b []float64) float64 {
 func (o *Optimizer) syncModel(xs [][]float64, cnt, y []float64) (*gp, int, error) {
 	spec := o.pr.ftk
 	if spec == nil || len(o.theta) < len(o.cat)+5 {
-		return syncGP(o.g, o.baseN, o.cat, o.theta, xs, cnt, y)
+		return syncGP(o.g, o.baseN, o.cat, o.theta, xs, cnt, y, o.pr.add)
 	}
 	if o.baseN >= 0 && o.g != nil && o.g.ft != nil {
-		return syncGP(o.g, o.baseN, o.cat, o.theta, xs, cnt, y)
+		return syncGP(o.g, o.baseN, o.cat, o.theta, xs, cnt, y, o.pr.add)
 	}
 	d := len(o.cat)
 	ng := newGP(o.cat, o.theta)

@@ -61,6 +61,9 @@ type gp struct {
 	kbuf, vbuf, bbuf, dkbuf []float64
 
 	ft *ftkGP // nil: no learning-curve term (ftk.go)
+
+	rho float64   // the additive part's share (additive.go); 0: none
+	wa  []float64 // the additive part's 1/ℓ'² (additive.go)
 }
 
 func newGP(cat []bool, th hyper) *gp {
@@ -166,7 +169,7 @@ func (g *gp) factor() bool {
 	for i := range n {
 		xi := g.row(i)
 		for j := range i {
-			k, _ := matern(g.r2(xi, g.row(j)), g.sig2)
+			k := g.base(xi, g.row(j))
 			if g.ft != nil {
 				k += g.curve(xi, g.row(j))
 			}
@@ -216,7 +219,7 @@ func (g *gp) appendPoint(x []float64, nv, y float64) {
 	n, c := g.n, g.capN
 	rowL := g.l[n*c : n*c+n+1]
 	for j := range n {
-		k, _ := matern(g.r2(x, g.row(j)), g.sig2)
+		k := g.base(x, g.row(j))
 		if g.ft != nil {
 			k += g.curve(x, g.row(j))
 		}
@@ -247,7 +250,7 @@ func (g *gp) predict(x []float64) (mu, v float64) {
 	n := g.n
 	k := g.kbuf[:n]
 	for i := range n {
-		k[i], _ = matern(g.r2(x, g.row(i)), g.sig2)
+		k[i] = g.base(x, g.row(i))
 		if g.ft != nil {
 			k[i] += g.curve(x, g.row(i))
 		}
@@ -267,6 +270,9 @@ func (g *gp) predict(x []float64) (mu, v float64) {
 // predictGrad is predict plus the gradients of mean and variance with
 // respect to the numeric features listed in dims.
 func (g *gp) predictGrad(x []float64, dims []int, dmu, dv []float64) (mu, v float64) {
+	if g.rho != 0 {
+		return g.predictGradAdd(x, dims, dmu, dv)
+	}
 	n := g.n
 	k, dk := g.kbuf[:n], g.dkbuf[:n]
 	for i := range n {

@@ -175,7 +175,7 @@ func (o *Optimizer) noisePriors() priors {
 		return o.pr
 	}
 	d := o.sp.Len()
-	p := priors{mu: slices.Clone(o.pr.mu), sd: slices.Clone(o.pr.sd), lo: o.pr.lo, hi: o.pr.hi}
+	p := priors{mu: slices.Clone(o.pr.mu), sd: slices.Clone(o.pr.sd), lo: o.pr.lo, hi: o.pr.hi, add: o.pr.add}
 	p.mu[d+1] = min(max(math.Log(v), p.lo[d+1]), p.hi[d+1])
 	p.sd[d+1] = 0.5
 	return p

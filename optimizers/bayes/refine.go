@@ -216,7 +216,7 @@ func (o *Optimizer) localGP(center tunables.Point, lo, hi []float64) (*gp, error
 		starts = append(starts, pr.sample(o.rng))
 	}
 	th, _ := fitHyper(newFitData(xs, c, y, o.cat, pr), starts, 60)
-	g := newGP(o.cat, th)
+	g := newGPAdd(o.cat, th, pr.add)
 	if err := g.setData(xs, c, y); err != nil {
 		return nil, err
 	}

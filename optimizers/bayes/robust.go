@@ -48,7 +48,7 @@ func (o *Optimizer) downweightOutliers(xs [][]float64, y []float64) (bool, error
 	}
 	for range robustIters {
 		cnt := o.counts()
-		g := newGP(o.cat, o.theta)
+		g := newGPAdd(o.cat, o.theta, o.pr.add)
 		if err := g.setData(xs, cnt, y); err != nil {
 			return false, err
 		}

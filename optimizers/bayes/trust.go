@@ -401,7 +401,7 @@ func (o *Optimizer) trPrepare() error {
 		t.baseN = -1
 	}
 	var err error
-	t.g, t.baseN, err = syncGP(t.g, t.baseN, o.cat, t.theta, xs, cnt, y)
+	t.g, t.baseN, err = syncGP(t.g, t.baseN, o.cat, t.theta, xs, cnt, y, false)
 	return err
 }
 
