@@ -251,6 +251,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	var prop mfProposer
 	var err error
 	var opt mfOptions
+	var lce *lceModel // learning-curve extrapolation (mf_lce.go)
 	switch method {
 	case "hb-random":
 		prop = &mfRandom{newRandomSearch(p.dims, seed)}
@@ -258,7 +259,8 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		prop = &mfBOHB{p: p, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 5)), rs: newRandomSearch(p.dims, seed),
 			gps: map[int]*bayes.Optimizer{}, count: map[int]int{}}
 	default:
-		base, decay := mfSplitDecay(method)
+		noLCE, lm := mfSplitLCE(method)
+		base, decay := mfSplitDecay(noLCE)
 		var ok bool
 		if opt, ok = parseMFMethod(base); !ok {
 			if opt, ok = parseMFAcq(base); !ok {
@@ -275,6 +277,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 			return mfTrace{}, err
 		}
 		if err := mfSetDecay(prop.(*mfGPFid), decay); err != nil {
+			return mfTrace{}, err
+		}
+		if prop, lce, err = mfWithLCE(p, seed, lm, prop.(*mfGPFid), opt); err != nil {
 			return mfTrace{}, err
 		}
 	}
@@ -294,6 +299,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	configs := map[int]tunables.Point{}
 	if opt.model {
 		pl.SetRanker(gf.ranker(configs))
+	}
+	if lce != nil && lce.mode.rank {
+		pl.SetRanker(lce.ranker)
 	}
 	last := map[int]float64{} // the fidelity each configuration last ran at
 	var tr mfTrace
@@ -357,6 +365,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		tr.evals++
 		if err := pl.Report(jb.key, jb.rung, y); err != nil {
 			return tr, err
+		}
+		if lce != nil {
+			lce.run(jb.key, x, jb.r-(jb.end-jb.start), jb.r, y)
 		}
 		if err := prop.observe(x, jb.rung, jb.r, y); err != nil {
 			return tr, err
