@@ -65,9 +65,9 @@ func mfSplitLCE(m string) (string, lceMode) {
 // lceCurve is one configuration's learning curve.
 type lceCurve struct {
 	t, y  []float64
-	full  bool    // it has a full-fidelity value (y's last)
+	full  bool // it has a full-fidelity value (y's last)
 	fit   *curve.Model
-	fitN  int     // len(t) at the fit (the fit is redone when it grows)
+	fitN  int // len(t) at the fit (the fit is redone when it grows)
 	pred  curve.Prediction
 	noise float64 // the fit's noise SD
 }
