@@ -10,7 +10,10 @@
 //     SetTargetOverride): w = σ²/(σ² + sd²), σ the pooled noise of the
 //     fitted curves, sd the extrapolation's standard deviation;
 //   - -lcerank: promotions rank a rung's results by the extrapolated final
-//     value instead of the observed one (the planner's Ranker).
+//     value instead of the observed one (the planner's Ranker);
+//     -lcerankN: only at rungs whose curves have at least N steps (the
+//     observed values below: a short curve's extrapolation is noisier than
+//     its last value).
 //
 // The curve of a run is every step's value up to the fidelity it ran to
 // (an epoch's validation error): a trial reports it as progress while it
@@ -45,12 +48,20 @@ import (
 const lceShortWeight = 0.05
 
 // lceMode is what a method uses the extrapolation for.
-type lceMode struct{ gp, rank bool }
+type lceMode struct {
+	gp, rank bool
+	minSteps int // -lcerankN: rank by the extrapolation from N steps on
+}
 
 func (m lceMode) on() bool { return m.gp || m.rank }
 
 // mfSplitLCE strips a trailing -lce, -lcegp or -lcerank from method m.
 func mfSplitLCE(m string) (string, lceMode) {
+	if i := strings.LastIndex(m, "-lcerank"); i > 0 {
+		if n, err := strconv.Atoi(m[i+len("-lcerank"):]); err == nil && n > 0 {
+			return m[:i], lceMode{rank: true, minSteps: n}
+		}
+	}
 	for _, s := range []struct {
 		suffix string
 		mode   lceMode
@@ -222,7 +233,9 @@ func (m *lceModel) ranker(keys []int) ([]float64, bool) {
 	out := make([]float64, len(keys))
 	for i, k := range keys {
 		key := m.keys[k]
-		if pr, ok := m.predict(key); ok {
+		if c := m.curves[key]; c != nil && len(c.t) < m.mode.minSteps {
+			out[i] = c.y[len(c.y)-1]
+		} else if pr, ok := m.predict(key); ok {
 			out[i] = pr.Mean
 		} else if c := m.curves[key]; c != nil {
 			out[i] = c.y[len(c.y)-1]

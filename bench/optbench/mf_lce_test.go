@@ -17,6 +17,8 @@ func TestMFSplitLCE(t *testing.T) {
 		"asha-gp-fid-min3-lce":     {"asha-gp-fid-min3", lceMode{gp: true, rank: true}},
 		"asha-gp-fid-min3-lcegp":   {"asha-gp-fid-min3", lceMode{gp: true}},
 		"hb-gp-fid-lcerank":        {"hb-gp-fid", lceMode{rank: true}},
+		"hb-gp-fid-lcerank27":      {"hb-gp-fid", lceMode{rank: true, minSteps: 27}},
+		"hb-gp-fid-lcerank0":       {"hb-gp-fid-lcerank0", lceMode{}},
 		"asha-gp-fid-decay-lce":    {"asha-gp-fid-decay", lceMode{gp: true, rank: true}},
 		"asha-gp-fid":              {"asha-gp-fid", lceMode{}},
 		"-lce":                     {"-lce", lceMode{}},
@@ -75,6 +77,11 @@ func TestLCECurves(t *testing.T) {
 	if !ok || sc[0] != pr.Mean {
 		t.Errorf("ranker %v %v", sc, ok)
 	}
+	m.mode.minSteps = 9 // -lcerank9: the observed value below 9 steps
+	if sc, ok := m.ranker([]int{7}); !ok || sc[0] != 0.7 {
+		t.Errorf("ranker with 9 steps at least %v %v, want the observed 0.7", sc, ok)
+	}
+	m.mode.minSteps = 0
 	if _, ok := m.ranker([]int{8}); ok {
 		t.Error("ranker of an unknown key: ok")
 	}
