@@ -413,7 +413,7 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			seed := int64(s + 1)
+			seed := int64(s + 1 + mfSeedOffset)
 			full, err := mfFullGP(p, seed)
 			if err != nil {
 				out[s].err = err
@@ -440,7 +440,7 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 			return r.err
 		}
 		targets = append(targets, r.target)
-		fmt.Fprintf(w, "seed %2d: full GP quality %s;", s+1, fmtV(r.target))
+		fmt.Fprintf(w, "seed %2d: full GP quality %s;", s+1+mfSeedOffset, fmtV(r.target))
 		for i, m := range methods {
 			c := r.tr[i].reach(r.target)
 			ratio := 0.0

@@ -43,6 +43,10 @@ import (
 	"github.com/benchtune/bench/tunables"
 )
 
+// mfSeedOffset shifts -mf's seeds (-mf-seed-offset): seeds 1+offset ..
+// seeds+offset, for held-out checks.
+var mfSeedOffset int
+
 // lceShortWeight is the GP weight of a value from a curve too short to
 // extrapolate.
 const lceShortWeight = 0.05
