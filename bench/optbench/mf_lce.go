@@ -31,6 +31,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -46,6 +48,9 @@ import (
 // mfSeedOffset shifts -mf's seeds (-mf-seed-offset): seeds 1+offset ..
 // seeds+offset, for held-out checks.
 var mfSeedOffset int
+
+// mfLCECheckOn is -mf-lce-check.
+var mfLCECheckOn bool
 
 // lceShortWeight is the GP weight of a value from a curve too short to
 // extrapolate.
@@ -279,4 +284,100 @@ func mfWithLCE(p mfProblem, seed int64, lm lceMode, gf *mfGPFid, opt mfOptions) 
 		return lceProposer{l}, l, nil
 	}
 	return gf, l, nil
+}
+
+// mfLCECheck measures the extrapolation alone (-mf-lce-check), without a
+// schedule: 400 random configurations of p, each run for r = 3, 9, 27
+// steps (every step's value observed); over all of them and over the best
+// tenth by the true full-fidelity value, the rank (Spearman) correlation
+// with that true value of (a) the value observed at r and (b) the final
+// value extrapolated from the r steps (curve.Fit, the noise prior and
+// scale as -lce gives them: the median noise of the fits of the other
+// configurations at r, the range of the values at step 1).
+func mfLCECheck(w io.Writer, p mfProblem) error {
+	const n = 400
+	rng := rand.New(rand.NewPCG(1, 2))
+	rs := newRandomSearch(p.dims, 1)
+	pts := make([]tunables.Point, n)
+	final := make([]float64, n)
+	for i := range pts {
+		pts[i] = rs.point()
+		final[i] = p.truth(pts[i])
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return final[idx[a]] < final[idx[b]] })
+	top := idx[:n/10]
+	fmt.Fprintf(w, "== -mf-lce-check on %s: %d random configurations; Spearman correlation with the true full-fidelity value (all / best tenth)\n", p.name, n)
+	var pooled []float64 // the shapes of the longest curves' fits
+	rs27 := []int{27, 9, 3}
+	lines := map[int]string{}
+	for _, r := range rs27 {
+		if float64(r) >= p.max {
+			continue
+		}
+		obs := make([]float64, n)
+		curves := make([][2][]float64, n)
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i, x := range pts {
+			for s := 1; s <= r; s++ {
+				v := p.observe(x, float64(s), rng)
+				curves[i][0] = append(curves[i][0], float64(s))
+				curves[i][1] = append(curves[i][1], v)
+				if s == 1 {
+					lo, hi = min(lo, v), max(hi, v)
+				}
+			}
+			obs[i] = curves[i][1][r-1]
+		}
+		// The noise prior: the median of the fits' own estimates.
+		var noises []float64
+		for _, c := range curves {
+			m, err := curve.Fit(c[0], c[1], p.max, curve.Options{Scale: hi - lo})
+			if err != nil {
+				return err
+			}
+			noises = append(noises, m.NoiseSD())
+		}
+		sort.Float64s(noises)
+		pred := make([]float64, n)
+		predS := make([]float64, n)
+		shapes := make([]float64, curve.GridSize())
+		for i, c := range curves {
+			m, err := curve.Fit(c[0], c[1], p.max, curve.Options{NoiseSD: noises[n/2], Scale: hi - lo})
+			if err != nil {
+				return err
+			}
+			pred[i] = m.Predict(p.max).Mean
+			for j, v := range m.Shapes() {
+				shapes[j] += v
+			}
+			if pooled != nil {
+				m, err = curve.Fit(c[0], c[1], p.max, curve.Options{NoiseSD: noises[n/2], Scale: hi - lo, Shapes: pooled})
+				if err != nil {
+					return err
+				}
+			}
+			predS[i] = m.Predict(p.max).Mean
+		}
+		if pooled == nil {
+			pooled = shapes
+		}
+		sub := func(v []float64) float64 {
+			var a, b []float64
+			for _, i := range top {
+				a, b = append(a, v[i]), append(b, final[i])
+			}
+			return spearman(a, b)
+		}
+		lines[r] = fmt.Sprintf("after %2d steps: observed %.3f / %.3f, extrapolated %.3f / %.3f, extrapolated with the shapes of the longest curves' fits as prior %.3f / %.3f\n",
+			r, spearman(obs, final), sub(obs), spearman(pred, final), sub(pred), spearman(predS, final), sub(predS))
+	}
+	for _, r := range []int{3, 9, 27} {
+		fmt.Fprint(w, lines[r])
+	}
+	fmt.Fprintln(w)
+	return nil
 }

@@ -47,6 +47,12 @@ type Options struct {
 	NoiseSD float64
 	// NoiseDF is the weight of NoiseSD in pseudo-observations (0: 3).
 	NoiseDF float64
+	// Shapes, when not nil, is the prior weight of each member of the
+	// grid (GridSize of them, e.g. Model.Shapes averaged over other runs'
+	// fits: an empirical-Bayes prior on the shape of the curves); it is
+	// mixed half and half with the default prior (every family equal), so
+	// that no shape is ruled out. Nil: the default prior.
+	Shapes []float64
 	// Scale is the prior standard deviation of the asymptote's distance
 	// from the last observed value, and of a (0: from the data: 3× the
 	// observed range, at least 10 noise SDs).
@@ -70,6 +76,7 @@ type Model struct {
 
 type member struct {
 	fam   int
+	idx   int // the member's index in the whole grid
 	theta [2]float64
 	w     float64    // normalised posterior weight
 	m     [2]float64 // posterior mean of (c, a)
@@ -230,11 +237,27 @@ func Fit(t, y []float64, horizon float64, opt Options) (*Model, error) {
 	p0 := 1 / (scale * scale) // prior precision of c and a
 	m0 := [2]float64{0, 0}
 
+	if opt.Shapes != nil && len(opt.Shapes) != GridSize() {
+		return nil, fmt.Errorf("curve: %d shape weights for a grid of %d", len(opt.Shapes), GridSize())
+	}
+	shapeSum := 0.0
+	for _, v := range opt.Shapes {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("curve: shape weight %v is not a finite number ≥ 0", v)
+		}
+		shapeSum += v
+	}
 	var ms []member
 	maxLog := math.Inf(-1)
+	gi0 := 0
 	for fam := range nFamilies {
-		logPrior := -math.Log(float64(len(grid[fam])))
-		for _, th := range grid[fam] {
+		famPrior := 1 / (float64(nFamilies) * float64(len(grid[fam])))
+		for gi, th := range grid[fam] {
+			prior := famPrior
+			if shapeSum > 0 {
+				prior = 0.5*famPrior + 0.5*opt.Shapes[gi0+gi]/shapeSum
+			}
+			logPrior := math.Log(prior)
 			// A = XᵀX/σ² + P0, b = Xᵀy/σ² + P0 m0.
 			var sg, sgg, sy, sgy float64
 			for i := range t {
@@ -269,9 +292,10 @@ func Fit(t, y []float64, horizon float64, opt Options) (*Model, error) {
 				continue
 			}
 			maxLog = max(maxLog, lw)
-			ms = append(ms, member{fam: fam, theta: th, w: lw, m: [2]float64{c, a},
+			ms = append(ms, member{fam: fam, idx: gi0 + gi, theta: th, w: lw, m: [2]float64{c, a},
 				s: [3]float64{a11 / det, -a01 / det, a00 / det}})
 		}
+		gi0 += len(grid[fam])
 	}
 	if len(ms) == 0 {
 		return nil, errors.New("curve: no member of the ensemble could be fitted")
@@ -357,6 +381,27 @@ func (m *Model) FamilyWeights() [nFamilies]float64 {
 	var w [nFamilies]float64
 	for _, e := range m.members {
 		w[e.fam] += e.w
+	}
+	return w
+}
+
+// GridSize is the number of members of the ensemble (the length of
+// Options.Shapes and Model.Shapes).
+func GridSize() int {
+	n := 0
+	for _, g := range grid {
+		n += len(g)
+	}
+	return n
+}
+
+// Shapes returns the posterior weight of every member of the grid
+// (GridSize of them; summing to 1), to be averaged over runs into
+// Options.Shapes.
+func (m *Model) Shapes() []float64 {
+	w := make([]float64, GridSize())
+	for _, e := range m.members {
+		w[e.idx] += e.w
 	}
 	return w
 }

@@ -195,3 +195,54 @@ func TestNoisePrior(t *testing.T) {
 		t.Errorf("noise SD %v with a strong prior of 0.05", s)
 	}
 }
+
+// TestShapesPrior: a shape prior of the wrong length or with a bad weight
+// is refused; a fit's Shapes sum to 1 and, given as the prior of a fit of
+// a short noisy curve, move its family weights toward the long curve's.
+func TestShapesPrior(t *testing.T) {
+	ts := steps(3)
+	ys := []float64{0.8, 0.7, 0.66}
+	if _, err := Fit(ts, ys, 81, Options{Shapes: []float64{1}}); err == nil {
+		t.Error("a shape prior of length 1: no error")
+	}
+	bad := make([]float64, GridSize())
+	bad[0] = math.NaN()
+	if _, err := Fit(ts, ys, 81, Options{Shapes: bad}); err == nil {
+		t.Error("a NaN shape weight: no error")
+	}
+	long := steps(60)
+	ly := make([]float64, len(long))
+	for i, s := range long {
+		ly[i] = 2 - 1.5*math.Exp(-s/9)
+	}
+	lm, err := Fit(long, ly, 81, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := lm.Shapes()
+	sum := 0.0
+	for _, v := range sh {
+		sum += v
+	}
+	if len(sh) != GridSize() || math.Abs(sum-1) > 1e-9 {
+		t.Fatalf("shapes: %d weights summing to %v", len(sh), sum)
+	}
+	plain, err := Fit(ts, ys, 81, Options{NoiseSD: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	informed, err := Fit(ts, ys, 81, Options{NoiseSD: 0.05, Shapes: sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := 0
+	lw := lm.FamilyWeights()
+	for f := range lw {
+		if lw[f] > lw[top] {
+			top = f
+		}
+	}
+	if pw, iw := plain.FamilyWeights()[top], informed.FamilyWeights()[top]; !(iw > pw) {
+		t.Errorf("family %s: weight %v with the long curve's shapes as prior, %v without", FamilyNames[top], iw, pw)
+	}
+}
