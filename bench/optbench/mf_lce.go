@@ -294,8 +294,10 @@ func mfWithLCE(p mfProblem, seed int64, lm lceMode, gf *mfGPFid, opt mfOptions) 
 // value extrapolated from the r steps (curve.Fit, the noise prior and
 // scale as -lce gives them: the median noise of the fits of the other
 // configurations at r, the range of the values at step 1).
-func mfLCECheck(w io.Writer, p mfProblem) error {
-	const n = 400
+func mfLCECheck(w io.Writer, p mfProblem) error { return mfLCECheckN(w, p, 400) }
+
+// mfLCECheckN is mfLCECheck with n configurations (n ≥ 10).
+func mfLCECheckN(w io.Writer, p mfProblem, n int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	rs := newRandomSearch(p.dims, 1)
 	pts := make([]tunables.Point, n)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strings"
@@ -116,5 +117,36 @@ func TestMFLCERun(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMFLCECheck: the check reports a row per step count below the
+// maximum, with finite correlations.
+func TestMFLCECheck(t *testing.T) {
+	var b bytes.Buffer
+	if err := mfLCECheckN(&b, curveProblem(braninProblem(), 27, 3), 20); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, row := range []string{"after  3 steps: observed ", "after  9 steps: observed "} {
+		if !strings.Contains(out, row) {
+			t.Errorf("no row %q in\n%s", row, out)
+		}
+	}
+	if strings.Contains(out, "after 27") || strings.Contains(out, "NaN") {
+		t.Errorf("a row at full fidelity or a NaN in\n%s", out)
+	}
+}
+
+// TestMFSeedOffset: -mf-seed-offset shifts the seeds run and printed.
+func TestMFSeedOffset(t *testing.T) {
+	defer func() { mfSeedOffset = 0 }()
+	mfSeedOffset = 10
+	var b bytes.Buffer
+	if err := benchMF(&b, config{seeds: 1, workers: 1}, curveProblem(braninProblem(), 27, 2), []string{"asha-gp-fid"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nseed 11: ") {
+		t.Errorf("no seed 11 in\n%s", b.String())
 	}
 }
