@@ -291,9 +291,11 @@ func mfWithLCE(p mfProblem, seed int64, lm lceMode, gf *mfGPFid, opt mfOptions) 
 // steps (every step's value observed); over all of them and over the best
 // tenth by the true full-fidelity value, the rank (Spearman) correlation
 // with that true value of (a) the value observed at r and (b) the final
-// value extrapolated from the r steps (curve.Fit, the noise prior and
-// scale as -lce gives them: the median noise of the fits of the other
-// configurations at r, the range of the values at step 1).
+// value extrapolated from the r steps (curve.Fit with a noise prior, the
+// median of the fits' own noise estimates at r, and a scale, the range of
+// the values at step 1; -lce uses the median noise of the curves fitted so
+// far and the range of every value seen); with the shapes of the 27-step
+// fits pooled as the prior (curve.Options.Shapes) in a third column.
 func mfLCECheck(w io.Writer, p mfProblem) error { return mfLCECheckN(w, p, 400) }
 
 // mfLCECheckN is mfLCECheck with n configurations (n ≥ 10).
