@@ -251,6 +251,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	var prop mfProposer
 	var err error
 	var opt mfOptions
+	var lce *lceModel // learning-curve extrapolation (mf_lce.go)
 	switch method {
 	case "hb-random":
 		prop = &mfRandom{newRandomSearch(p.dims, seed)}
@@ -258,7 +259,8 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		prop = &mfBOHB{p: p, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 5)), rs: newRandomSearch(p.dims, seed),
 			gps: map[int]*bayes.Optimizer{}, count: map[int]int{}}
 	default:
-		base, decay := mfSplitDecay(method)
+		noLCE, lm := mfSplitLCE(method)
+		base, decay := mfSplitDecay(noLCE)
 		var ok bool
 		if opt, ok = parseMFMethod(base); !ok {
 			if opt, ok = parseMFAcq(base); !ok {
@@ -277,6 +279,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		if err := mfSetDecay(prop.(*mfGPFid), decay); err != nil {
 			return mfTrace{}, err
 		}
+		if prop, lce, err = mfWithLCE(p, seed, lm, prop.(*mfGPFid), opt); err != nil {
+			return mfTrace{}, err
+		}
 	}
 	pl, err := hyperband.New[int](cfg)
 	if err != nil {
@@ -286,6 +291,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	configs := map[int]tunables.Point{}
 	if opt.model {
 		pl.SetRanker(gf.ranker(configs))
+	}
+	if lce != nil && lce.mode.rank {
+		pl.SetRanker(lce.ranker)
 	}
 	// At a free runner: the planner's best promotion, else a new
 	// configuration from the proposer in the planner's next bracket (or
@@ -316,8 +324,17 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		}
 		return pl.Add(k, b)
 	}
-	return mfSimulate(p, pl, prop, configs, next, cont, seed, limit)
+	var ran mfRan
+	if lce != nil {
+		ran = lce.run
+	}
+	return mfSimulate(p, pl, prop, configs, next, ran, cont, seed, limit)
 }
+
+// mfRan, when not nil, is told of each finished run before the proposer:
+// the configuration's key and point, the fidelity it ran from (0, or the
+// one it continued from), the fidelity it reached and its value.
+type mfRan func(key int, x tunables.Point, from, to, y float64)
 
 // mfNext is a method's decision at a free runner: the job it starts
 // there, given the configurations running (the proposer's pending
@@ -332,7 +349,7 @@ type mfNext func(running []tunables.Point) (hyperband.Job[int], error)
 // makes a point of the trace. configs maps the planner's keys to their
 // configurations.
 func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, configs map[int]tunables.Point,
-	next mfNext, cont bool, seed int64, limit float64) (mfTrace, error) {
+	next mfNext, ran mfRan, cont bool, seed int64, limit float64) (mfTrace, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 31))
 	type job struct {
 		key        int
@@ -382,6 +399,9 @@ func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, config
 		if err := pl.Report(jb.key, jb.rung, y); err != nil {
 			return tr, err
 		}
+		if ran != nil {
+			ran(jb.key, x, jb.r-(jb.end-jb.start), jb.r, y)
+		}
 		if err := prop.observe(x, jb.rung, jb.r, y); err != nil {
 			return tr, err
 		}
@@ -426,7 +446,7 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			seed := int64(s + 1)
+			seed := int64(s + 1 + mfSeedOffset)
 			full, err := mfFullGP(p, seed)
 			if err != nil {
 				out[s].err = err
@@ -453,7 +473,7 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 			return r.err
 		}
 		targets = append(targets, r.target)
-		fmt.Fprintf(w, "seed %2d: full GP quality %s;", s+1, fmtV(r.target))
+		fmt.Fprintf(w, "seed %2d: full GP quality %s;", s+1+mfSeedOffset, fmtV(r.target))
 		for i, m := range methods {
 			c := r.tr[i].reach(r.target)
 			ratio := 0.0

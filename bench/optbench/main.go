@@ -105,6 +105,8 @@ func run(args []string, w io.Writer) error {
 	mfModel := fs.Bool("mf-model-check", false, "with -mf: instead of the benchmark, the GPs' full-fidelity predictions (stationary and decay kernels) against the truth (mf_ftk.go)")
 	refineArg := fs.String("refine", "", "with -noise: instead, the local refinement (noise_refine.go), e.g. design=0.2,k=2,radius=0.5")
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")
+	fs.BoolVar(&mfLCECheckOn, "mf-lce-check", false, "with -mf: instead of the benchmark, the learning-curve extrapolation's ranking against the truth (mf_lce.go)")
+	fs.IntVar(&mfSeedOffset, "mf-seed-offset", 0, "with -mf: seeds start at 1 + this (held-out seeds: e.g. 10 for seeds 11..20)")
 	fs.BoolVar(&refinePerSeed, "refine-per-seed", false, "with -refine: print each seed's deployed regret too")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -150,8 +152,14 @@ func run(args []string, w io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(w, "optbench -mf: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
-		if *mfModel {
+		if *mfModel || mfLCECheckOn {
 			for _, p := range probs {
+				if mfLCECheckOn {
+					if err := mfLCECheck(w, p); err != nil {
+						return err
+					}
+					continue
+				}
 				if err := mfModelCheck(w, cfg, p); err != nil {
 					return err
 				}

@@ -101,6 +101,7 @@ type Optimizer struct {
 	fid    *fidelityDim       // nil: no fidelity input (fidelity.go)
 	nl     *noiseLocal        // nil: no local search in noise-aware mode (noiselocal.go)
 	nlTR   nlTRState          // TuRBO regions for the local search of noise-aware mode (noise_ltr.go)
+	lce    *lceState          // nil: observed targets as they are (lce.go)
 }
 
 // New returns an optimizer for the space dims.
@@ -337,6 +338,7 @@ func (o *Optimizer) rawTargets(lam []float64) []float64 {
 		for i, e := range entries {
 			out[i] = e.Mean()[0]
 		}
+		o.lceTargets(out)
 		return out
 	}
 	lo := make([]float64, o.m)
@@ -394,6 +396,7 @@ func (o *Optimizer) counts() []float64 {
 			c[i] = float64(e.Failed)
 		}
 	}
+	o.lceCounts(c)
 	return c
 }
 
