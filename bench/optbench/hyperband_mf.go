@@ -86,6 +86,7 @@ func curveProblem(p problem, steps, budget int) mfProblem {
 type mfTrace struct {
 	cost, quality []float64
 	evals         int
+	jobs          []mfJob // every finished run, for -mf-bound (mf_bound.go)
 }
 
 // reach returns the cost at which the trace first reaches target (+Inf:
@@ -247,7 +248,8 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
-	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: 3, Integer: true}
+	method, bnd := mfSplitBound(method) // -oracle, -etaN: mf_bound.go
+	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: bnd.eta(3), Integer: true}
 	var prop mfProposer
 	var err error
 	var opt mfOptions
@@ -355,7 +357,8 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		x := configs[jb.key]
 		y := p.observe(x, jb.r, rng)
 		tr.evals++
-		if err := pl.Report(jb.key, jb.rung, y); err != nil {
+		tr.jobs = append(tr.jobs, mfJob{key: jb.key, rung: jb.rung, r: jb.r, start: jb.start, end: jb.end, y: y, x: x})
+		if err := pl.Report(jb.key, jb.rung, bnd.rank(p, x, y)); err != nil {
 			return tr, err
 		}
 		if err := prop.observe(x, jb.rung, jb.r, y); err != nil {
@@ -402,7 +405,7 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			seed := int64(s + 1)
+			seed := int64(s + 1 + mfSeedOffset)
 			full, err := mfFullGP(p, seed)
 			if err != nil {
 				out[s].err = err
@@ -429,7 +432,7 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 			return r.err
 		}
 		targets = append(targets, r.target)
-		fmt.Fprintf(w, "seed %2d: full GP quality %s;", s+1, fmtV(r.target))
+		fmt.Fprintf(w, "seed %2d: full GP quality %s;", s+1+mfSeedOffset, fmtV(r.target))
 		for i, m := range methods {
 			c := r.tr[i].reach(r.target)
 			ratio := 0.0
