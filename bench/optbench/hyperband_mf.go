@@ -86,6 +86,7 @@ func curveProblem(p problem, steps, budget int) mfProblem {
 type mfTrace struct {
 	cost, quality []float64
 	evals         int
+	jobs          []mfJob // every finished run, for -mf-bound (mf_bound.go)
 }
 
 // reach returns the cost at which the trace first reaches target (+Inf:
@@ -247,7 +248,8 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
-	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: 3, Integer: true}
+	method, bnd := mfSplitBound(method) // -oracle, -etaN: mf_bound.go
+	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: bnd.eta(3), Integer: true}
 	var prop mfProposer
 	var err error
 	var opt mfOptions
@@ -324,17 +326,23 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		}
 		return pl.Add(k, b)
 	}
-	var ran mfRan
+	hooks := mfHooks{rank: func(x tunables.Point, y float64) float64 { return bnd.rank(p, x, y) }}
 	if lce != nil {
-		ran = lce.run
+		hooks.ran = lce.run
 	}
-	return mfSimulate(p, pl, prop, configs, next, ran, cont, seed, limit)
+	return mfSimulate(p, pl, prop, configs, next, hooks, cont, seed, limit)
 }
 
-// mfRan, when not nil, is told of each finished run before the proposer:
-// the configuration's key and point, the fidelity it ran from (0, or the
-// one it continued from), the fidelity it reached and its value.
-type mfRan func(key int, x tunables.Point, from, to, y float64)
+// mfHooks are a method's own steps in mfSimulate (either may be nil).
+type mfHooks struct {
+	// ran is told of each finished run before the proposer: the
+	// configuration's key and point, the fidelity it ran from (0, or the
+	// one it continued from), the fidelity it reached and its value.
+	ran func(key int, x tunables.Point, from, to, y float64)
+	// rank is the value the planner ranks a finished run by (nil: its
+	// observed value y).
+	rank func(x tunables.Point, y float64) float64
+}
 
 // mfNext is a method's decision at a free runner: the job it starts
 // there, given the configurations running (the proposer's pending
@@ -349,7 +357,7 @@ type mfNext func(running []tunables.Point) (hyperband.Job[int], error)
 // makes a point of the trace. configs maps the planner's keys to their
 // configurations.
 func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, configs map[int]tunables.Point,
-	next mfNext, ran mfRan, cont bool, seed int64, limit float64) (mfTrace, error) {
+	next mfNext, hooks mfHooks, cont bool, seed int64, limit float64) (mfTrace, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 31))
 	type job struct {
 		key        int
@@ -396,11 +404,16 @@ func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, config
 		x := configs[jb.key]
 		y := p.observe(x, jb.r, rng)
 		tr.evals++
-		if err := pl.Report(jb.key, jb.rung, y); err != nil {
+		tr.jobs = append(tr.jobs, mfJob{key: jb.key, rung: jb.rung, r: jb.r, start: jb.start, end: jb.end, y: y, x: x})
+		ranked := y
+		if hooks.rank != nil {
+			ranked = hooks.rank(x, y)
+		}
+		if err := pl.Report(jb.key, jb.rung, ranked); err != nil {
 			return tr, err
 		}
-		if ran != nil {
-			ran(jb.key, x, jb.r-(jb.end-jb.start), jb.r, y)
+		if hooks.ran != nil {
+			hooks.ran(jb.key, x, jb.r-(jb.end-jb.start), jb.r, y)
 		}
 		if err := prop.observe(x, jb.rung, jb.r, y); err != nil {
 			return tr, err

@@ -102,11 +102,12 @@ func run(args []string, w io.Writer) error {
 	mfBudget := fs.Int("mf-budget", 0, "with -mf: full-fidelity GP's trials (0: lcnet 50, branin/hartmann6 40)")
 	mfMeths := fs.String("mf-methods", strings.Join(mfMethods, ","), "with -mf: the multi-fidelity methods (gp-fid ones take the suffixes "+mfSuffixes+"; "+mfAcqMethods+")")
 	mfContinue := fs.Bool("mf-continue", false, "with -mf: a promotion continues the run (pays the difference) instead of re-running it")
+	mfBound := fs.String("mf-bound", "", "with -mf: instead of the benchmark, bounds for these methods: oracle promotions, the stream of proposals, where the budget goes (mf_bound.go)")
+	fs.IntVar(&mfSeedOffset, "mf-seed-offset", 0, "with -mf: run seeds offset+1..offset+seeds (held-out seeds)")
 	mfModel := fs.Bool("mf-model-check", false, "with -mf: instead of the benchmark, the GPs' full-fidelity predictions (stationary and decay kernels) against the truth (mf_ftk.go)")
 	refineArg := fs.String("refine", "", "with -noise: instead, the local refinement (noise_refine.go), e.g. design=0.2,k=2,radius=0.5")
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")
 	fs.BoolVar(&mfLCECheckOn, "mf-lce-check", false, "with -mf: instead of the benchmark, the learning-curve extrapolation's ranking against the truth (mf_lce.go)")
-	fs.IntVar(&mfSeedOffset, "mf-seed-offset", 0, "with -mf: seeds start at 1 + this (held-out seeds: e.g. 10 for seeds 11..20)")
 	fs.BoolVar(&refinePerSeed, "refine-per-seed", false, "with -refine: print each seed's deployed regret too")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -152,6 +153,14 @@ func run(args []string, w io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(w, "optbench -mf: %d seeds, %d workers\n\n", cfg.seeds, cfg.workers)
+		if *mfBound != "" {
+			for _, p := range probs {
+				if err := benchMFBound(w, cfg, p, splitList(*mfBound), *mfContinue); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		if *mfModel || mfLCECheckOn {
 			for _, p := range probs {
 				if mfLCECheckOn {

@@ -128,5 +128,5 @@ func mfDynRun(p mfProblem, method string, cont bool, seed int64, limit float64) 
 		configs[k] = x
 		return pl.Add(k, 0)
 	}
-	return mfSimulate(p, pl, gf, configs, next, nil, cont, seed, limit) // hyperband_mf.go
+	return mfSimulate(p, pl, gf, configs, next, mfHooks{}, cont, seed, limit) // hyperband_mf.go
 }

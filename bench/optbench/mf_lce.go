@@ -45,10 +45,6 @@ import (
 	"github.com/benchtune/bench/tunables"
 )
 
-// mfSeedOffset shifts -mf's seeds (-mf-seed-offset): seeds 1+offset ..
-// seeds+offset, for held-out checks.
-var mfSeedOffset int
-
 // mfLCECheckOn is -mf-lce-check.
 var mfLCECheckOn bool
 
