@@ -28,7 +28,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/tunables"
@@ -208,32 +207,23 @@ func benchHyperband(w io.Writer, cfg config, p problem, budget, steps int, scale
 		err    error
 	}
 	out := make([]res, cfg.seeds)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfg.workers)
-	for s := range cfg.seeds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			seed := int64(s + 1)
-			t, err := fullGPBest(p, budget, seed)
+	eachSeed(cfg.workers, cfg.seeds, func(s int) {
+		seed := int64(s + 1)
+		t, err := fullGPBest(p, budget, seed)
+		if err != nil {
+			out[s].err = err
+			return
+		}
+		out[s].target = t
+		for v, useModel := range []bool{false, true} {
+			c, n, b, err := hbRun(p, steps, spread, t, budget*steps, useModel, seed)
 			if err != nil {
 				out[s].err = err
 				return
 			}
-			out[s].target = t
-			for v, useModel := range []bool{false, true} {
-				c, n, b, err := hbRun(p, steps, spread, t, budget*steps, useModel, seed)
-				if err != nil {
-					out[s].err = err
-					return
-				}
-				out[s].cost[v], out[s].evals[v], out[s].best[v] = c, n, b
-			}
-		}()
-	}
-	wg.Wait()
+			out[s].cost[v], out[s].evals[v], out[s].best[v] = c, n, b
+		}
+	})
 	var ratios [2][]float64
 	for s, r := range out {
 		if r.err != nil {

@@ -46,7 +46,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/schedulers/hyperband"
@@ -451,32 +450,23 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 		err    error
 	}
 	out := make([]res, cfg.seeds)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfg.workers)
-	for s := range cfg.seeds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			seed := int64(s + 1 + mfSeedOffset)
-			full, err := mfFullGP(p, seed)
+	eachSeed(cfg.workers, cfg.seeds, func(s int) {
+		seed := int64(s + 1 + mfSeedOffset)
+		full, err := mfFullGP(p, seed)
+		if err != nil {
+			out[s].err = err
+			return
+		}
+		out[s].full, out[s].target = full, full.final()
+		for _, m := range methods {
+			tr, err := mfRun(p, m, cont, seed, limit)
 			if err != nil {
-				out[s].err = err
+				out[s].err = fmt.Errorf("%s seed %d: %w", m, seed, err)
 				return
 			}
-			out[s].full, out[s].target = full, full.final()
-			for _, m := range methods {
-				tr, err := mfRun(p, m, cont, seed, limit)
-				if err != nil {
-					out[s].err = fmt.Errorf("%s seed %d: %w", m, seed, err)
-					return
-				}
-				out[s].tr = append(out[s].tr, tr)
-			}
-		}()
-	}
-	wg.Wait()
+			out[s].tr = append(out[s].tr, tr)
+		}
+	})
 	ratios := make([][]float64, len(methods))
 	at5 := make([][]float64, len(methods)) // quality at limit/5
 	atEnd := make([][]float64, len(methods))

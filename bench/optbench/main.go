@@ -324,22 +324,30 @@ func runOnce(p problem, m method, seed int64, budget, k int, defaults bool) (tra
 	return tr, nil
 }
 
-// runSeeds runs seeds 1..n of (p, m) on cfg.workers goroutines.
-func runSeeds(cfg config, p problem, m method, k int) ([]trace, error) {
-	out := make([]trace, cfg.seeds)
-	errs := make([]error, cfg.seeds)
+// eachSeed calls f(s) for s = 0..n-1 on at most workers goroutines at
+// once (at least one) and returns when every call has.
+func eachSeed(workers, n int, f func(s int)) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfg.workers)
-	for s := range cfg.seeds {
+	sem := make(chan struct{}, max(1, workers))
+	for s := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[s], errs[s] = runOnce(p, m, int64(s+1), cfg.budget, k, cfg.defaults)
+			f(s)
 		}()
 	}
 	wg.Wait()
+}
+
+// runSeeds runs seeds 1..n of (p, m) on cfg.workers goroutines.
+func runSeeds(cfg config, p problem, m method, k int) ([]trace, error) {
+	out := make([]trace, cfg.seeds)
+	errs := make([]error, cfg.seeds)
+	eachSeed(cfg.workers, cfg.seeds, func(s int) {
+		out[s], errs[s] = runOnce(p, m, int64(s+1), cfg.budget, k, cfg.defaults)
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

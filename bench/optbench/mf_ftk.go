@@ -15,7 +15,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/benchtune/bench/tunables"
 
@@ -200,18 +199,7 @@ func mfModelCheck(w io.Writer, cfg config, p mfProblem) error {
 // returns the first error.
 func forSeeds(cfg config, f func(s int) error) error {
 	errs := make([]error, cfg.seeds)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, cfg.workers))
-	for s := range cfg.seeds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[s] = f(s)
-		}()
-	}
-	wg.Wait()
+	eachSeed(cfg.workers, cfg.seeds, func(s int) { errs[s] = f(s) })
 	return errors.Join(errs...)
 }
 

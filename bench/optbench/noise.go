@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/benchtune/bench/optimizers/bayes"
@@ -217,19 +216,10 @@ func noiseSeeds(cfg config, p problem, method string, sigma float64) ([]float64,
 	out := make([]float64, cfg.seeds)
 	best := make([]float64, cfg.seeds)
 	errs := make([]error, cfg.seeds)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfg.workers)
-	for s := range cfg.seeds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			v, b, err := noiseRun(p, method, sigma, int64(s+1), cfg.budget)
-			out[s], best[s], errs[s] = v-p.optimum, b-p.optimum, err
-		}()
-	}
-	wg.Wait()
+	eachSeed(cfg.workers, cfg.seeds, func(s int) {
+		v, b, err := noiseRun(p, method, sigma, int64(s+1), cfg.budget)
+		out[s], best[s], errs[s] = v-p.optimum, b-p.optimum, err
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, nil, err

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/benchtune/bench/optimizers/bayes"
@@ -198,19 +197,10 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 			mins := make([]float64, cfg.seeds)
 			bests := make([]float64, cfg.seeds)
 			errs := make([]error, cfg.seeds)
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, cfg.workers)
-			for s := range cfg.seeds {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer wg.Done()
-					defer func() { <-sem }()
-					v, mn, b, err := refineRun(p, rc, sg, int64(s+1), cfg.budget)
-					out[s], mins[s], bests[s], errs[s] = v-p.optimum, mn-p.optimum, b-p.optimum, err
-				}()
-			}
-			wg.Wait()
+			eachSeed(cfg.workers, cfg.seeds, func(s int) {
+				v, mn, b, err := refineRun(p, rc, sg, int64(s+1), cfg.budget)
+				out[s], mins[s], bests[s], errs[s] = v-p.optimum, mn-p.optimum, b-p.optimum, err
+			})
 			for _, err := range errs {
 				if err != nil {
 					return err

@@ -16,7 +16,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/schedulers/prune"
@@ -161,19 +160,10 @@ func benchPruneVariant(w io.Writer, cfg config, p problem, budget, steps int, sp
 		err          error
 	}
 	out := make([]res, cfg.seeds)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, cfg.workers)
-	for s := range cfg.seeds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			t, c, n, err := pruneRun(p, budget, steps, spread, int64(s+1), observePruned)
-			out[s] = res{t, c, n, err}
-		}()
-	}
-	wg.Wait()
+	eachSeed(cfg.workers, cfg.seeds, func(s int) {
+		t, c, n, err := pruneRun(p, budget, steps, spread, int64(s+1), observePruned)
+		out[s] = res{t, c, n, err}
+	})
 	var ratios []float64
 	for s, r := range out {
 		if r.err != nil {
