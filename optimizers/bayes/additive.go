@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
 )
@@ -215,35 +214,11 @@ func (f *fitData) negLogPostAdd(th, tc hyper, w []float64, sig2, noise, obj floa
 		f.addF[p], f.addA[p] = kf, ka
 		f.kf[p] = (1-rho)*kf + rho*ka
 	}
-	ok := false
-	var t blas64.Triangular
-	for _, jit := range jitters {
-		p := 0
-		for i := range n {
-			for j := range i {
-				f.l[i*n+j] = f.kf[p]
-				p++
-			}
-			f.l[i*n+i] = sig2 + noise/f.cnt[i] + jit*sig2
-		}
-		t, ok = lapack64.Potrf(blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: f.l})
-		if ok {
-			break
-		}
-	}
+	t, nll, ok := f.factor(tc, d, n, sig2, noise)
 	if !ok {
 		return math.Inf(1)
 	}
-	copy(f.alpha, f.y)
-	av := blas64.Vector{N: n, Inc: 1, Data: f.alpha}
-	blas64.Trsv(blas.NoTrans, t, av)
-	quad := blas64.Dot(av, av)
-	blas64.Trsv(blas.Trans, t, av)
-	logdet := 0.0
-	for i := range n {
-		logdet += math.Log(f.l[i*n+i])
-	}
-	obj += 0.5*quad + logdet + 0.5*float64(n)*math.Log(2*math.Pi)
+	obj += nll
 	if grad == nil {
 		return obj
 	}

@@ -221,38 +221,11 @@ func (f *fitData) negLogPost(th hyper, grad []float64) float64 {
 			p++
 		}
 	}
-	ok := false
-	var t blas64.Triangular
-	for _, jit := range jitters {
-		p = 0
-		for i := range n {
-			for j := range i {
-				f.l[i*n+j] = f.kf[p]
-				p++
-			}
-			f.l[i*n+i] = sig2 + noise/f.cnt[i] + jit*sig2
-		}
-		if f.ft != nil {
-			f.ft.add(tc, d, n, f.l)
-		}
-		t, ok = lapack64.Potrf(blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: f.l})
-		if ok {
-			break
-		}
-	}
+	t, nll, ok := f.factor(tc, d, n, sig2, noise)
 	if !ok {
 		return math.Inf(1)
 	}
-	copy(f.alpha, f.y)
-	av := blas64.Vector{N: n, Inc: 1, Data: f.alpha}
-	blas64.Trsv(blas.NoTrans, t, av)
-	quad := blas64.Dot(av, av)
-	blas64.Trsv(blas.Trans, t, av)
-	logdet := 0.0
-	for i := range n {
-		logdet += math.Log(f.l[i*n+i])
-	}
-	obj += 0.5*quad + logdet + 0.5*float64(n)*math.Log(2*math.Pi)
+	obj += nll
 	if grad == nil {
 		return obj
 	}
@@ -337,4 +310,44 @@ func fitHyper(f *fitData, starts []hyper, maxIter int) (hyper, float64) {
 		best[i] = min(max(best[i], f.pr.lo[i]), f.pr.hi[i])
 	}
 	return best, bestF
+}
+
+// factor puts K (f.kf's packed lower triangle, sig2 + noise/count on the
+// diagonal with the first of jitters that factors, and f.ft's part when
+// there is one) into f.l, factors it, leaves K⁻¹y in f.alpha and returns
+// the Cholesky factor and the negative log marginal likelihood of f.y;
+// ok is false when no jitter makes K factor.
+func (f *fitData) factor(tc hyper, d, n int, sig2, noise float64) (blas64.Triangular, float64, bool) {
+	ok := false
+	var t blas64.Triangular
+	for _, jit := range jitters {
+		p := 0
+		for i := range n {
+			for j := range i {
+				f.l[i*n+j] = f.kf[p]
+				p++
+			}
+			f.l[i*n+i] = sig2 + noise/f.cnt[i] + jit*sig2
+		}
+		if f.ft != nil {
+			f.ft.add(tc, d, n, f.l)
+		}
+		t, ok = lapack64.Potrf(blas64.Symmetric{Uplo: blas.Lower, N: n, Stride: n, Data: f.l})
+		if ok {
+			break
+		}
+	}
+	if !ok {
+		return t, 0, false
+	}
+	copy(f.alpha, f.y)
+	av := blas64.Vector{N: n, Inc: 1, Data: f.alpha}
+	blas64.Trsv(blas.NoTrans, t, av)
+	quad := blas64.Dot(av, av)
+	blas64.Trsv(blas.Trans, t, av)
+	logdet := 0.0
+	for i := range n {
+		logdet += math.Log(f.l[i*n+i])
+	}
+	return t, 0.5*quad + logdet + 0.5*float64(n)*math.Log(2*math.Pi), true
 }
