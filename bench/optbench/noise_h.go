@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/benchtune/bench/optimizers/bayes"
@@ -66,27 +65,11 @@ func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure fun
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	cands := []tunables.Point{center}
-	keys := map[string]bool{fmt.Sprint(center): true}
-	for _, c := range o.Ranked(rc.k + 1) {
-		if len(cands) < rc.k && !keys[fmt.Sprint(c)] {
-			cands = append(cands, c)
-			keys[fmt.Sprint(c)] = true
-		}
+	pick, err := confirmPick(o, center, rc.k, m, budget, measure)
+	if err != nil {
+		return 0, 0, 0, err
 	}
-	for range m {
-		for _, c := range cands {
-			if err := measure(c); err != nil {
-				return 0, 0, 0, err
-			}
-		}
-	}
-	for _, x := range o.Ranked(len(cands) + budget) {
-		if keys[fmt.Sprint(x)] {
-			return truth(x), truth(center), bestTrue(), nil
-		}
-	}
-	return truth(center), truth(center), bestTrue(), nil
+	return truth(pick), truth(center), bestTrue(), nil
 }
 
 // refinePerSeed prints each seed's deployed regret under the -refine

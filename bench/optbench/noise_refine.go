@@ -158,27 +158,11 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		}
 		radius /= 2
 	}
-	cands := []tunables.Point{center}
-	keys := map[string]bool{fmt.Sprint(center): true}
-	for _, c := range o.Ranked(rc.k + 1) {
-		if len(cands) < rc.k && !keys[fmt.Sprint(c)] {
-			cands = append(cands, c)
-			keys[fmt.Sprint(c)] = true
-		}
+	pick, err := confirmPick(o, center, rc.k, m, budget, measure)
+	if err != nil {
+		return 0, 0, 0, err
 	}
-	for range m {
-		for _, c := range cands {
-			if err := measure(c); err != nil {
-				return 0, 0, 0, err
-			}
-		}
-	}
-	for _, x := range o.Ranked(len(cands) + budget) {
-		if keys[fmt.Sprint(x)] {
-			return truth(x), truth(center), bestTrue, nil
-		}
-	}
-	return truth(center), truth(center), bestTrue, nil
+	return truth(pick), truth(center), bestTrue, nil
 }
 
 // benchNoiseRefine prints the local refinement's deployed regret per
@@ -230,4 +214,32 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// confirmPick runs the confirmation after a refinement: center and the k-1
+// best other points the model ranks (k candidates at most) are measured m
+// times each, and the candidate the model then ranks first among them is
+// the pick (center when none is ranked within len+budget).
+func confirmPick(o *bayes.Optimizer, center tunables.Point, k, m, budget int, measure func(tunables.Point) error) (tunables.Point, error) {
+	cands := []tunables.Point{center}
+	keys := map[string]bool{fmt.Sprint(center): true}
+	for _, c := range o.Ranked(k + 1) {
+		if len(cands) < k && !keys[fmt.Sprint(c)] {
+			cands = append(cands, c)
+			keys[fmt.Sprint(c)] = true
+		}
+	}
+	for range m {
+		for _, c := range cands {
+			if err := measure(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, x := range o.Ranked(len(cands) + budget) {
+		if keys[fmt.Sprint(x)] {
+			return x, nil
+		}
+	}
+	return center, nil
 }
