@@ -13,16 +13,10 @@ import (
 // categorical) with noise.
 func addData(n int, seed uint64) ([][]float64, []float64, []float64, []bool) {
 	rng := rand.New(rand.NewPCG(seed, 3))
-	cat := []bool{false, false, true}
-	xs := make([][]float64, n)
-	y := make([]float64, n)
-	cnt := make([]float64, n)
-	for i := range xs {
-		xs[i] = []float64{rng.Float64(), rng.Float64(), float64(rng.IntN(3))}
-		y[i] = math.Sin(6*xs[i][0]) + math.Cos(5*xs[i][1]) + 0.3*xs[i][2] + 0.05*rng.NormFloat64()
-		cnt[i] = float64(1 + rng.IntN(2))
-	}
-	return xs, cnt, standardize(y), cat
+	xs, cnt, y := mixedPoints(rng, n, func(x []float64) (float64, float64) {
+		return math.Sin(6*x[0]) + math.Cos(5*x[1]) + 0.3*x[2] + 0.05*rng.NormFloat64(), float64(1 + rng.IntN(2))
+	})
+	return xs, cnt, standardize(y), mixedCat()
 }
 
 func TestAdditiveNegLogPostGradient(t *testing.T) {
@@ -33,19 +27,7 @@ func TestAdditiveNegLogPostGradient(t *testing.T) {
 		{math.Log(1.1), math.Log(0.2), math.Log(0.05), -0.5, math.Log(0.3), -2, math.Log(0.9), math.Log(0.1), math.Log(0.3)},
 		{math.Log(0.4), math.Log(0.2), math.Log(0.5), -0.5, math.Log(0.3), 9, math.Log(0.3), math.Log(0.3), math.Log(0.3)}, // ρ beyond its bound
 	} {
-		grad := make([]float64, len(th))
-		f.negLogPost(th, grad)
-		for i := range th {
-			h := 1e-6
-			tp := append(hyper(nil), th...)
-			tm := append(hyper(nil), th...)
-			tp[i] += h
-			tm[i] -= h
-			fd := (f.negLogPost(tp, nil) - f.negLogPost(tm, nil)) / (2 * h)
-			if math.Abs(fd-grad[i]) > 1e-4*math.Max(1, math.Abs(fd)) {
-				t.Errorf("θ=%v: ∂/∂θ%d = %v, finite difference %v", th, i, grad[i], fd)
-			}
-		}
+		checkNegLogPostGrad(t, f, th)
 	}
 }
 
@@ -55,7 +37,7 @@ func TestAdditiveNegLogPostGradient(t *testing.T) {
 // kernel of a sum of one-dimensional kernels.
 func TestAdditivePosterior(t *testing.T) {
 	xs, cnt, y, cat := addData(25, 7)
-	th := hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3), 0.7, math.Log(0.2), math.Log(0.6), math.Log(1.1)}
+	th := append(testTheta(), 0.7, math.Log(0.2), math.Log(0.6), math.Log(1.1))
 	g := newGPAdd(cat, th, true)
 	if g.rho == 0 || math.Abs(g.rho-sigmoid(0.7)) > 1e-15 {
 		t.Fatalf("ρ = %v, want %v", g.rho, sigmoid(0.7))
@@ -64,39 +46,14 @@ func TestAdditivePosterior(t *testing.T) {
 		t.Fatal(err)
 	}
 	inc := newGPAdd(cat, th, true)
-	if err := inc.setData(xs[:15], cnt[:15], y[:15]); err != nil {
-		t.Fatal(err)
-	}
-	for i := 15; i < len(xs); i++ {
-		inc.appendPoint(xs[i], inc.noise/cnt[i], y[i])
-	}
-	dims := []int{0, 1}
-	dmu, dv := make([]float64, 2), make([]float64, 2)
+	setDataIncremental(t, inc, xs, cnt, y, 15)
 	for _, q := range [][]float64{{0.3, 0.7, 0}, {0.9, 0.1, 2}, {0.51, 0.49, 1}} {
 		mu0, v0 := g.predict(q)
 		mu1, v1 := inc.predict(q)
 		if math.Abs(mu0-mu1) > 1e-8 || math.Abs(v0-v1) > 1e-8 {
 			t.Errorf("incremental (%v, %v) != direct (%v, %v)", mu1, v1, mu0, v0)
 		}
-		mu, v := g.predictGrad(q, dims, dmu, dv)
-		if math.Abs(mu-mu0) > 1e-12 || math.Abs(v-v0) > 1e-12 {
-			t.Fatalf("predictGrad value (%v, %v) != predict (%v, %v)", mu, v, mu0, v0)
-		}
-		for j, d := range dims {
-			h := 1e-6
-			qp := append([]float64(nil), q...)
-			qm := append([]float64(nil), q...)
-			qp[d] += h
-			qm[d] -= h
-			mp, vp := g.predict(qp)
-			mm, vm := g.predict(qm)
-			if fd := (mp - mm) / (2 * h); math.Abs(fd-dmu[j]) > 1e-5*math.Max(1, math.Abs(fd)) {
-				t.Errorf("dμ/dx%d at %v = %v, finite difference %v", d, q, dmu[j], fd)
-			}
-			if fd := (vp - vm) / (2 * h); math.Abs(fd-dv[j]) > 1e-5*math.Max(1, math.Abs(fd)) {
-				t.Errorf("dσ²/dx%d at %v = %v, finite difference %v", d, q, dv[j], fd)
-			}
-		}
+		checkPredictGrad(t, g, q, []int{0, 1})
 	}
 	a, b := []float64{0.2, 0.9, 1}, []float64{0.6, 0.9, 2}
 	if k := g.base(a, a); math.Abs(k-g.sig2) > 1e-12 {

@@ -8,36 +8,17 @@ import (
 
 func TestNegLogPostGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	cat := []bool{false, false, true}
-	n := 30
-	xs := make([][]float64, n)
-	y := make([]float64, n)
-	cnt := make([]float64, n)
-	for i := range xs {
-		xs[i] = []float64{rng.Float64(), rng.Float64(), float64(rng.IntN(3))}
-		y[i] = math.Sin(4*xs[i][0]) + 0.5*xs[i][2] + 0.05*rng.NormFloat64()
-		cnt[i] = float64(1 + rng.IntN(3))
-	}
-	f := newFitData(xs, cnt, standardize(y), cat, newPriors(3))
+	xs, cnt, y := mixedPoints(rng, 30, func(x []float64) (float64, float64) {
+		return math.Sin(4*x[0]) + 0.5*x[2] + 0.05*rng.NormFloat64(), float64(1 + rng.IntN(3))
+	})
+	f := newFitData(xs, cnt, standardize(y), mixedCat(), newPriors(3))
 	// Points inside the bounds, and one outside (penalty branch).
 	for _, th := range []hyper{
 		{math.Log(0.3), math.Log(0.7), math.Log(1.5), 0.2, math.Log(1e-2)},
 		{math.Log(1.1), math.Log(0.2), math.Log(0.05), -0.5, math.Log(0.3)},
 		{math.Log(100), math.Log(0.2), math.Log(0.05), -0.5, math.Log(0.3)},
 	} {
-		grad := make([]float64, len(th))
-		f0 := f.negLogPost(th, grad)
-		for i := range th {
-			h := 1e-6
-			tp := append(hyper(nil), th...)
-			tm := append(hyper(nil), th...)
-			tp[i] += h
-			tm[i] -= h
-			fd := (f.negLogPost(tp, nil) - f.negLogPost(tm, nil)) / (2 * h)
-			if math.Abs(fd-grad[i]) > 1e-4*math.Max(1, math.Abs(fd)) {
-				t.Errorf("θ=%v: ∂/∂θ%d = %v, finite difference %v (f=%v)", th, i, grad[i], fd, f0)
-			}
-		}
+		checkNegLogPostGrad(t, f, th)
 	}
 }
 

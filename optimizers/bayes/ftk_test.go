@@ -81,19 +81,7 @@ func TestFTKNegLogPostGradient(t *testing.T) {
 		{math.Log(1.1), math.Log(0.2), math.Log(0.5), -0.5, math.Log(0.3), 0.5, -0.5, 0.2},
 		{math.Log(1.1), math.Log(0.2), math.Log(0.5), -0.5, math.Log(0.3), 5, -0.5, 0.2}, // beyond σ_h²'s bound
 	} {
-		grad := make([]float64, len(th))
-		f.negLogPost(th, grad)
-		for i := range th {
-			h := 1e-6
-			tp := append(hyper(nil), th...)
-			tm := append(hyper(nil), th...)
-			tp[i] += h
-			tm[i] -= h
-			fd := (f.negLogPost(tp, nil) - f.negLogPost(tm, nil)) / (2 * h)
-			if math.Abs(fd-grad[i]) > 1e-4*math.Max(1, math.Abs(fd)) {
-				t.Errorf("θ=%v: ∂/∂θ%d = %v, finite difference %v", th, i, grad[i], fd)
-			}
-		}
+		checkNegLogPostGrad(t, f, th)
 	}
 }
 

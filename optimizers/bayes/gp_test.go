@@ -35,17 +35,10 @@ func TestMatern(t *testing.T) {
 func testGP(t *testing.T, n int, seed uint64) (*gp, [][]float64, []float64) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	cat := []bool{false, false, true}
-	th := hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3)}
-	g := newGP(cat, th)
-	xs := make([][]float64, n)
-	y := make([]float64, n)
-	cnt := make([]float64, n)
-	for i := range xs {
-		xs[i] = []float64{rng.Float64(), rng.Float64(), float64(rng.IntN(3))}
-		y[i] = math.Sin(5*xs[i][0]) + xs[i][1]*xs[i][1] + 0.3*xs[i][2]
-		cnt[i] = 1
-	}
+	g := newGP(mixedCat(), testTheta())
+	xs, cnt, y := mixedPoints(rng, n, func(x []float64) (float64, float64) {
+		return math.Sin(5*x[0]) + x[1]*x[1] + 0.3*x[2], 1
+	})
 	if err := g.setData(xs, cnt, y); err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +72,8 @@ func TestCholeskyJitter(t *testing.T) {
 // appended one by one, then truncated) with a fresh factorization.
 func TestPosteriorMatchesDirect(t *testing.T) {
 	g, xs, y := testGP(t, 30, 7)
-	full := newGP(g.cat, hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3)})
-	if err := full.setData(xs[:20], ones(20), y[:20]); err != nil {
-		t.Fatal(err)
-	}
-	for i := 20; i < 30; i++ {
-		full.appendPoint(xs[i], full.noise, y[i])
-	}
+	full := newGP(g.cat, testTheta())
+	setDataIncremental(t, full, xs, ones(30), y, 20)
 	q := []float64{0.4, 0.6, 1}
 	mu1, v1 := g.predict(q)
 	mu2, v2 := full.predict(q)
@@ -99,7 +87,7 @@ func TestPosteriorMatchesDirect(t *testing.T) {
 		t.Errorf("at a training point: mean %v (target %v), variance %v", mu, y[3], v)
 	}
 	full.truncate(20)
-	sub := newGP(g.cat, hyper{math.Log(0.3), math.Log(0.5), math.Log(0.8), math.Log(1.3), math.Log(1e-3)})
+	sub := newGP(g.cat, testTheta())
 	if err := sub.setData(xs[:20], ones(20), y[:20]); err != nil {
 		t.Fatal(err)
 	}
@@ -120,29 +108,8 @@ func ones(n int) []float64 {
 
 func TestPredictGradient(t *testing.T) {
 	g, _, _ := testGP(t, 25, 3)
-	dims := []int{0, 1}
-	dmu, dv := make([]float64, 2), make([]float64, 2)
 	for _, q := range [][]float64{{0.3, 0.7, 0}, {0.9, 0.1, 2}, {0.51, 0.49, 1}} {
-		mu, v := g.predictGrad(q, dims, dmu, dv)
-		mu0, v0 := g.predict(q)
-		if math.Abs(mu-mu0) > 1e-12 || math.Abs(v-v0) > 1e-12 {
-			t.Fatalf("predictGrad value (%v, %v) != predict (%v, %v)", mu, v, mu0, v0)
-		}
-		for j, d := range dims {
-			h := 1e-6
-			qp := append([]float64(nil), q...)
-			qm := append([]float64(nil), q...)
-			qp[d] += h
-			qm[d] -= h
-			mp, vp := g.predict(qp)
-			mm, vm := g.predict(qm)
-			if fd := (mp - mm) / (2 * h); math.Abs(fd-dmu[j]) > 1e-5*math.Max(1, math.Abs(fd)) {
-				t.Errorf("dμ/dx%d at %v = %v, finite difference %v", d, q, dmu[j], fd)
-			}
-			if fd := (vp - vm) / (2 * h); math.Abs(fd-dv[j]) > 1e-5*math.Max(1, math.Abs(fd)) {
-				t.Errorf("dσ²/dx%d at %v = %v, finite difference %v", d, q, dv[j], fd)
-			}
-		}
+		checkPredictGrad(t, g, q, []int{0, 1})
 	}
 }
 
@@ -159,10 +126,7 @@ func TestAcquisitionGradient(t *testing.T) {
 		grad := append([]float64(nil), a.grad[:2]...)
 		for j, d := range dims {
 			h := 1e-6
-			qp := append([]float64(nil), q...)
-			qm := append([]float64(nil), q...)
-			qp[d] += h
-			qm[d] -= h
+			qp, qm := shifted(q, d, h)
 			fd := (a.valueX(qp) - a.valueX(qm)) / (2 * h)
 			if math.Abs(fd-grad[j]) > 1e-4*math.Max(1, math.Abs(fd)) {
 				t.Errorf("dlogEI/dx%d at %v = %v, finite difference %v", d, q, grad[j], fd)
