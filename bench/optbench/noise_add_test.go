@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -13,20 +12,12 @@ import (
 // and the additive kernel with a local search are refused.
 func TestNoiseKernelAdditive(t *testing.T) {
 	defer func(k, s string) { noiseKernel, noiseSearch = k, s }(noiseKernel, noiseSearch)
-	perSeed := regexp.MustCompile(`σ=10% (aware|naive) .*; per seed (.*)`)
 	regret := func(kernel, method string) string {
-		var out bytes.Buffer
-		if err := run([]string{"-noise", "0.1", "-funcs", "hartmann6", "-seeds", "2", "-budget", "24", "-noise-kernel", kernel, "-noise-methods", method}, &out); err != nil {
-			t.Fatal(err)
+		out, perSeed := noiseRegret(t, method, "-noise", "0.1", "-funcs", "hartmann6", "-seeds", "2", "-budget", "24", "-noise-kernel", kernel, "-noise-methods", method)
+		if strings.Contains(out, "noise-aware kernel") != (kernel != "matern") {
+			t.Errorf("%s: the output names the kernel only when it is not the default:\n%s", kernel, out)
 		}
-		if s := out.String(); strings.Contains(s, "noise-aware kernel") != (kernel != "matern") {
-			t.Errorf("%s: the output names the kernel only when it is not the default:\n%s", kernel, s)
-		}
-		m := perSeed.FindStringSubmatch(out.String())
-		if m == nil {
-			t.Fatalf("%s %s: no per-seed regret in\n%s", kernel, method, out.String())
-		}
-		return m[2]
+		return perSeed
 	}
 	if a, b := regret("additive", "aware"), regret("matern", "aware"); a == b {
 		t.Errorf("aware: additive and matern both reported regret %s", a)

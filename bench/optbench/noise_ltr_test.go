@@ -1,27 +1,15 @@
 package main
 
-import (
-	"bytes"
-	"regexp"
-	"testing"
-)
+import "testing"
 
 // In 10-D the local search with TuRBO regions (local-tr, from 2·D = 20
 // observations on) and without them (local) report different
 // configurations; in 2-D they are the same search.
 func TestNoiseSearchLocalTR(t *testing.T) {
 	defer func(v string) { noiseSearch = v }(noiseSearch)
-	perSeed := regexp.MustCompile(`σ=10% aware .*; per seed (.*)`)
 	regret := func(search, fn string) string {
-		var out bytes.Buffer
-		if err := run([]string{"-noise", "0.1", "-funcs", fn, "-seeds", "1", "-budget", "30", "-noise-search", search, "-noise-methods", "aware"}, &out); err != nil {
-			t.Fatal(err)
-		}
-		m := perSeed.FindStringSubmatch(out.String())
-		if m == nil {
-			t.Fatalf("%s %s: no per-seed regret in\n%s", search, fn, out.String())
-		}
-		return m[1]
+		_, perSeed := noiseRegret(t, "aware", "-noise", "0.1", "-funcs", fn, "-seeds", "1", "-budget", "30", "-noise-search", search, "-noise-methods", "aware")
+		return perSeed
 	}
 	if a, b := regret("local-tr", "levy10"), regret("local", "levy10"); a == b {
 		t.Errorf("levy10: local-tr and local both reported regret %s", a)
