@@ -21,7 +21,6 @@ package schedulers
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
@@ -44,21 +43,12 @@ const (
 // decodePlanner reads fidelity.planner into f (decodeFidelity), and
 // refuses the keys it does not combine with.
 func decodePlanner(m map[string]any, ref source.Ref, f *FidelityConfig) []error {
-	v, ok := m["planner"]
-	if !ok {
-		return nil
-	}
-	s, _ := v.(string)
-	switch s = strings.TrimSpace(s); s {
-	case PlannerHyperband:
-		return nil
-	case PlannerDyHPO:
-	default:
-		return []error{ref.Child("planner").Errorf("fidelity.planner must be %q (Hyperband brackets, promotions of a rung's top 1/eta) or %q (continue a paused configuration or start a new one by the model's expected improvement at its next fidelity), got %v",
-			PlannerHyperband, PlannerDyHPO, configs.PyStr(v))}
+	s, errs := decodeFidelityChoice(m, ref, "planner", true, fmt.Sprintf("%q (Hyperband brackets, promotions of a rung's top 1/eta) or %q (continue a paused configuration or start a new one by the model's expected improvement at its next fidelity)",
+		PlannerHyperband, PlannerDyHPO), PlannerHyperband, PlannerDyHPO)
+	if s != PlannerDyHPO {
+		return errs
 	}
 	f.Planner = PlannerDyHPO
-	var errs []error
 	if b, has := m["brackets"]; has {
 		if n, isInt := toInt(b); !isInt || n != 1 {
 			errs = append(errs, ref.Child("brackets").Errorf("fidelity.brackets must be 1 (or absent) with planner %q: every configuration starts at min, got %v", PlannerDyHPO, configs.PyStr(b)))
@@ -76,8 +66,7 @@ func decodePlanner(m map[string]any, ref source.Ref, f *FidelityConfig) []error 
 // DynSettingError is the error for planner "dyhpo" with an optimizer that
 // does not predict at every fidelity.
 func DynSettingError(optimizer string) string {
-	return fmt.Sprintf("fidelity.planner %q needs an optimizer whose model learns from every fidelity and predicts at any of them (MlosCoreOptimizer with optimizer_type SMAC, bench's default); optimizer %s has none: use planner %q",
-		PlannerDyHPO, optimizer, PlannerHyperband)
+	return needsModelError("planner", PlannerDyHPO, " and predicts at any of them", optimizer, fmt.Sprintf("use planner %q", PlannerHyperband))
 }
 
 // DynPredictor returns opt's predictor at every fidelity, or false.

@@ -8,6 +8,8 @@ package schedulers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
@@ -22,17 +24,12 @@ const (
 
 // decodeFidelityKernel reads fidelity.kernel into f.Kernel.
 func decodeFidelityKernel(m map[string]any, ref source.Ref, f *FidelityConfig) []error {
-	v, ok := m["kernel"]
-	if !ok {
-		return nil
+	s, errs := decodeFidelityChoice(m, ref, "kernel", false, fmt.Sprintf("%q (the fidelity as one more input of the GP's kernel) or %q (freeze-thaw's learning-curve kernel)",
+		KernelStationary, KernelDecay), KernelStationary, KernelDecay)
+	if s != "" {
+		f.Kernel = s
 	}
-	s, _ := v.(string)
-	if s != KernelStationary && s != KernelDecay {
-		return []error{ref.Child("kernel").Errorf("fidelity.kernel must be %q (the fidelity as one more input of the GP's kernel) or %q (freeze-thaw's learning-curve kernel), got %v",
-			KernelStationary, KernelDecay, configs.PyStr(v))}
-	}
-	f.Kernel = s
-	return nil
+	return errs
 }
 
 // setupKernel passes fidelity.kernel to the optimizer (setupFidelity).
@@ -55,6 +52,34 @@ func (f *fidelityRun) setupKernel(s *Scheduler) error {
 // KernelSettingError is the error for fidelity kernel "decay" with an
 // optimizer without a model along the fidelity.
 func KernelSettingError(optimizer string) string {
-	return fmt.Sprintf("fidelity.kernel %q needs an optimizer whose model learns from every fidelity (MlosCoreOptimizer with optimizer_type SMAC, bench's default); optimizer %s has none: remove kernel or use %q",
-		KernelDecay, optimizer, KernelStationary)
+	return needsModelError("kernel", KernelDecay, "", optimizer, fmt.Sprintf("remove kernel or use %q", KernelStationary))
+}
+
+// decodeFidelityChoice reads fidelity.<key>, one of allowed (none of them
+// ""; explain lists them for the error), trimmed of surrounding white
+// space where trim is set (decodePlanner, decodeFidelityKernel). It gives
+// "" where the key is absent or its value refused, then with the error.
+func decodeFidelityChoice(m map[string]any, ref source.Ref, key string, trim bool, explain string, allowed ...string) (string, []error) {
+	v, ok := m[key]
+	if !ok {
+		return "", nil
+	}
+	s, _ := v.(string)
+	if trim {
+		s = strings.TrimSpace(s)
+	}
+	if !slices.Contains(allowed, s) {
+		return "", []error{ref.Child(key).Errorf("fidelity.%s must be %s, got %v", key, explain, configs.PyStr(v))}
+	}
+	return s, nil
+}
+
+// needsModelError is the error for fidelity.<key> value with an optimizer
+// (named optimizer) without the model the value needs: one that learns
+// from every fidelity, and does what also says ("" or, e.g., " and
+// predicts at any of them"); instead says what to do in its place
+// (DynSettingError, KernelSettingError).
+func needsModelError(key, value, also, optimizer, instead string) string {
+	return fmt.Sprintf("fidelity.%s %q needs an optimizer whose model learns from every fidelity%s (MlosCoreOptimizer with optimizer_type SMAC, bench's default); optimizer %s has none: %s",
+		key, value, also, optimizer, instead)
 }
