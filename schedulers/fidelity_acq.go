@@ -61,8 +61,7 @@ func ChoosesFidelity(opt optimizers.Optimizer) bool {
 // AcquisitionSettingError is the error for start "acquisition" with an
 // optimizer that cannot choose the fidelity.
 func AcquisitionSettingError(optimizer string) string {
-	return fmt.Sprintf("fidelity.start %q needs an optimizer whose model learns from every fidelity and chooses the fidelity by cost (MlosCoreOptimizer with optimizer_type SMAC, bench's default); optimizer %s has none: use start %q",
-		StartAcquisition, optimizer, StartBracket)
+	return needsModelError("start", StartAcquisition, " and chooses the fidelity by cost", optimizer, fmt.Sprintf("use start %q", StartBracket))
 }
 
 // startAcq returns the bracket a new configuration starts in when the

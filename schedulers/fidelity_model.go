@@ -64,8 +64,7 @@ func ModelSettingError(key, optimizer string) string {
 	if key == "start" {
 		other = StartBracket
 	}
-	return fmt.Sprintf("fidelity.%s %q needs an optimizer whose model learns from every fidelity and predicts the full one (MlosCoreOptimizer with optimizer_type SMAC, bench's default); optimizer %s has none: use %s %q",
-		key, "model", optimizer, key, other)
+	return needsModelError(key, "model", " and predicts the full one", optimizer, fmt.Sprintf("use %s %q", key, other))
 }
 
 // startFull reports whether a new configuration starts directly at full
