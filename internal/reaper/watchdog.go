@@ -55,6 +55,12 @@ func StartWatchdog(exe string) (*Watchdog, error) {
 	return &Watchdog{w: w, cmd: cmd}, nil
 }
 
+// doneByte, written to the pipe, tells the watchdog that its bench's
+// normal exit has killed every process it marked (Finish without keep,
+// its kill pass complete) and starts none any more: the watchdog has
+// nothing left to sweep.
+const doneByte = 'd'
+
 // Keep tells the watchdog that the processes still running were left on
 // purpose (Finish with keep): it will not kill them when bench exits.
 func (d *Watchdog) Keep() {
@@ -63,30 +69,42 @@ func (d *Watchdog) Keep() {
 	}
 }
 
+// Done tells the watchdog that Finish (without keep) killed every process
+// this bench marked: it exits when bench does, without a sweep of its own
+// (a /proc sweep, milliseconds of CPU, after every run).
+func (d *Watchdog) Done() {
+	if d != nil {
+		_, _ = d.w.Write([]byte{doneByte})
+	}
+}
+
 // PID is the watchdog's process id.
 func (d *Watchdog) PID() int { return d.cmd.Process.Pid }
 
 // Watch is the watchdog's body: it waits until in (its bench's pipe)
-// closes, then, unless bench said Keep, kills every process marked with
-// mark (a bench exiting normally has already done so; a killed one could
-// not). It returns what it killed.
+// closes, then, unless bench said Keep or Done, kills every process
+// marked with mark (a killed bench could not). It returns what it
+// killed.
 func Watch(mark string, in io.Reader) (Killed, error) {
 	o, ok := ParseOwner(mark)
 	if !ok {
 		return Killed{}, fmt.Errorf("watchdog: %q is not an owner mark", mark)
 	}
-	keep := false
+	keep, done := false, false
 	br := bufio.NewReader(in)
 	for {
 		b, err := br.ReadByte()
 		if err != nil {
 			break // EOF: bench has exited (or is exiting)
 		}
-		if b == keepByte {
+		switch b {
+		case keepByte:
 			keep = true
+		case doneByte:
+			done = true
 		}
 	}
-	if keep || Released(mark) {
+	if keep || done || Released(mark) {
 		return Killed{}, nil
 	}
 	// The pipe closes while bench's exit is under way: give the kernel a
