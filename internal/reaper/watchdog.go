@@ -29,10 +29,26 @@ type Watchdog struct {
 	cmd *exec.Cmd
 }
 
-// StartWatchdog starts exe (the bench binary) as this process's watchdog.
-// It runs in a session of its own (a Ctrl-C on the terminal does not reach
-// it), without the owner mark (no sweep kills it), with its output
-// discarded (it holds no pipe a caller waits on).
+// watchdogShell is the watchdog while its bench runs: a shell that waits
+// for the pipe to close and, unless bench said Keep or Done, execs the
+// bench binary as `bench __reaper-watchdog MARK` (Watch) to sweep. Bench
+// runs its package initialisation (the schemas, tens of milliseconds of
+// CPU) only when there is something to sweep, not beside every start
+// ($0: the binary's path, $1 and $2: the watchdog's arguments; fd 3, when
+// open, the binary as bench started it, so that a binary replaced or
+// removed meanwhile (go run) still runs). The terminal's signals are
+// ignored, in the shell and the bench it execs.
+const watchdogShell = `trap '' INT HUP PIPE QUIT TSTP
+IFS= read -r said
+case $said in *[` + string(keepByte) + string(doneByte) + `]*) exit 0 ;; esac
+if [ -r /proc/self/fd/3 ]; then exec /proc/self/fd/3 "$1" "$2"; fi
+exec "$0" "$1" "$2"`
+
+// StartWatchdog starts this process's watchdog (watchdogShell, then exe,
+// the bench binary, should bench die). It runs in a session of its own (a
+// Ctrl-C on the terminal does not reach it), without the owner mark (no
+// sweep kills it), with its output discarded (it holds no pipe a caller
+// waits on).
 func StartWatchdog(exe string) (*Watchdog, error) {
 	me, err := Self()
 	if err != nil {
@@ -43,10 +59,14 @@ func StartWatchdog(exe string) (*Watchdog, error) {
 		return nil, fmt.Errorf("watchdog: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, WatchdogArg, me.String())
+	cmd := exec.Command("/bin/sh", "-c", watchdogShell, exe, WatchdogArg, me.String())
 	cmd.Stdin = r
 	cmd.Env = Unmarked(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if bin, err := os.Open(exe); err == nil {
+		defer bin.Close()
+		cmd.ExtraFiles = []*os.File{bin} // fd 3
+	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("watchdog: %w", err)
