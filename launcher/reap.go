@@ -154,8 +154,14 @@ func (g *Guard) Finish(keep bool) {
 	if len(k.PIDs) > 0 {
 		slog.Info("killed processes the trials left running", "pids", k.PIDs)
 	}
-	if keep && g != nil {
+	switch {
+	case g == nil:
+	case keep:
 		g.dog.Keep()
+	case err == nil:
+		// Every marked process is gone and none starts any more: the
+		// watchdog need not sweep again after the exit.
+		g.dog.Done()
 	}
 }
 

@@ -375,7 +375,8 @@ func TestNoTeardownKeepsProcessesAcrossRuns(t *testing.T) {
 }
 
 // watchdogOf returns the pid of the watchdog of the bench process pid
-// (`bench __reaper-watchdog o<boot>.<pid>.<start>`).
+// (`/bin/sh -c SCRIPT bench __reaper-watchdog o<boot>.<pid>.<start>`, or,
+// once it sweeps, `bench __reaper-watchdog o<boot>.<pid>.<start>`).
 func watchdogOf(t *testing.T, pid int) int {
 	t.Helper()
 	for i := 0; i < 500; i++ {
@@ -387,7 +388,7 @@ func watchdogOf(t *testing.T, pid int) int {
 			}
 			c, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 			args := strings.Split(string(bytes.TrimRight(c, "\x00")), "\x00")
-			if len(args) == 3 && args[1] == reaper.WatchdogArg && strings.Contains(args[2], "."+strconv.Itoa(pid)+".") {
+			if n := len(args); n >= 3 && args[n-2] == reaper.WatchdogArg && strings.Contains(args[n-1], "."+strconv.Itoa(pid)+".") {
 				return p
 			}
 		}

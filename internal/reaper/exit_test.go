@@ -59,6 +59,14 @@ func TestWatchKillsTheOwnersProcessesWhenThePipeCloses(t *testing.T) {
 	if !running(kept) || !running(keptBg) {
 		t.Error("Watch after Keep killed the kept processes")
 	}
+	// Done: the normal exit killed what it marked; nothing is swept (a
+	// process still marked here shows that no sweep ran).
+	if k, err := Watch(gone.String(), strings.NewReader(string(doneByte))); err != nil || len(k.PIDs) > 0 {
+		t.Fatalf("Watch after Done killed %v (%v)", k.PIDs, err)
+	}
+	if !running(kept) || !running(keptBg) {
+		t.Error("Watch after Done swept")
+	}
 	if _, err := Watch("not a mark", strings.NewReader("")); err == nil {
 		t.Error("Watch accepted a malformed mark")
 	}

@@ -261,7 +261,7 @@ func stat(pid int) (state byte, pgrp int, start uint64, err error) {
 // readProcFile reads /proc/PID/NAME. Tests replace it to replay what the
 // kernel shows of a process in the middle of an exec.
 var readProcFile = func(pid int, name string) ([]byte, error) {
-	return os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/" + name)
+	return readSmall(procDir + "/" + strconv.Itoa(pid) + "/" + name)
 }
 
 func startTime(pid int) (uint64, error) {

@@ -29,10 +29,26 @@ type Watchdog struct {
 	cmd *exec.Cmd
 }
 
-// StartWatchdog starts exe (the bench binary) as this process's watchdog.
-// It runs in a session of its own (a Ctrl-C on the terminal does not reach
-// it), without the owner mark (no sweep kills it), with its output
-// discarded (it holds no pipe a caller waits on).
+// watchdogShell is the watchdog while its bench runs: a shell that waits
+// for the pipe to close and, unless bench said Keep or Done, execs the
+// bench binary as `bench __reaper-watchdog MARK` (Watch) to sweep. Bench
+// runs its package initialisation (the schemas, tens of milliseconds of
+// CPU) only when there is something to sweep, not beside every start
+// ($0: the binary's path, $1 and $2: the watchdog's arguments; fd 3, when
+// open, the binary as bench started it, so that a binary replaced or
+// removed meanwhile (go run) still runs). The terminal's signals are
+// ignored, in the shell and the bench it execs.
+const watchdogShell = `trap '' INT HUP PIPE QUIT TSTP
+IFS= read -r said
+case $said in *[` + string(keepByte) + string(doneByte) + `]*) exit 0 ;; esac
+if [ -r /proc/self/fd/3 ]; then exec /proc/self/fd/3 "$1" "$2"; fi
+exec "$0" "$1" "$2"`
+
+// StartWatchdog starts this process's watchdog (watchdogShell, then exe,
+// the bench binary, should bench die). It runs in a session of its own (a
+// Ctrl-C on the terminal does not reach it), without the owner mark (no
+// sweep kills it), with its output discarded (it holds no pipe a caller
+// waits on).
 func StartWatchdog(exe string) (*Watchdog, error) {
 	me, err := Self()
 	if err != nil {
@@ -43,10 +59,14 @@ func StartWatchdog(exe string) (*Watchdog, error) {
 		return nil, fmt.Errorf("watchdog: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, WatchdogArg, me.String())
+	cmd := exec.Command("/bin/sh", "-c", watchdogShell, exe, WatchdogArg, me.String())
 	cmd.Stdin = r
 	cmd.Env = Unmarked(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if bin, err := os.Open(exe); err == nil {
+		defer bin.Close()
+		cmd.ExtraFiles = []*os.File{bin} // fd 3
+	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("watchdog: %w", err)
@@ -54,6 +74,12 @@ func StartWatchdog(exe string) (*Watchdog, error) {
 	go func() { _ = cmd.Wait() }() // it ends when the pipe closes
 	return &Watchdog{w: w, cmd: cmd}, nil
 }
+
+// doneByte, written to the pipe, tells the watchdog that its bench's
+// normal exit has killed every process it marked (Finish without keep,
+// its kill pass complete) and starts none any more: the watchdog has
+// nothing left to sweep.
+const doneByte = 'd'
 
 // Keep tells the watchdog that the processes still running were left on
 // purpose (Finish with keep): it will not kill them when bench exits.
@@ -63,30 +89,42 @@ func (d *Watchdog) Keep() {
 	}
 }
 
+// Done tells the watchdog that Finish (without keep) killed every process
+// this bench marked: it exits when bench does, without a sweep of its own
+// (a /proc sweep, milliseconds of CPU, after every run).
+func (d *Watchdog) Done() {
+	if d != nil {
+		_, _ = d.w.Write([]byte{doneByte})
+	}
+}
+
 // PID is the watchdog's process id.
 func (d *Watchdog) PID() int { return d.cmd.Process.Pid }
 
 // Watch is the watchdog's body: it waits until in (its bench's pipe)
-// closes, then, unless bench said Keep, kills every process marked with
-// mark (a bench exiting normally has already done so; a killed one could
-// not). It returns what it killed.
+// closes, then, unless bench said Keep or Done, kills every process
+// marked with mark (a killed bench could not). It returns what it
+// killed.
 func Watch(mark string, in io.Reader) (Killed, error) {
 	o, ok := ParseOwner(mark)
 	if !ok {
 		return Killed{}, fmt.Errorf("watchdog: %q is not an owner mark", mark)
 	}
-	keep := false
+	keep, done := false, false
 	br := bufio.NewReader(in)
 	for {
 		b, err := br.ReadByte()
 		if err != nil {
 			break // EOF: bench has exited (or is exiting)
 		}
-		if b == keepByte {
+		switch b {
+		case keepByte:
 			keep = true
+		case doneByte:
+			done = true
 		}
 	}
-	if keep || Released(mark) {
+	if keep || done || Released(mark) {
 		return Killed{}, nil
 	}
 	// The pipe closes while bench's exit is under way: give the kernel a

@@ -339,14 +339,7 @@ func (e *experiment) findTrialIn(ctx context.Context, r runner, configHash, repe
 	if hash == "" {
 		return storage.Trial{}, false, fmt.Errorf("%w: empty config hash", storage.ErrInvalid)
 	}
-	q := `SELECT t.trial_id FROM trial t JOIN config c ON c.config_id = t.config_id`
-	var args []any
-	if repeat != "" {
-		q += ` JOIN trial_param p ON p.exp_id = t.exp_id AND p.trial_id = t.trial_id AND p.param_id = 'repeat_i' AND p.param_value = ?`
-		args = append(args, clean(repeat))
-	}
-	q += ` WHERE c.config_hash = ? AND t.exp_id = ? AND ` + cond + ` ORDER BY t.trial_id LIMIT 1`
-	args = append(args, hash, e.info.ID)
+	q, args := e.findTrialQuery(hash, repeat, cond)
 	var id int
 	err := r.queryRow(ctx, q, args...).Scan(&id)
 	if errors.Is(err, dbsql.ErrNoRows) {
@@ -360,6 +353,28 @@ func (e *experiment) findTrialIn(ctx context.Context, r runner, configHash, repe
 		return storage.Trial{}, false, err
 	}
 	return trials[0], true, nil
+}
+
+// findTrialQuery is findTrialIn's statement. On SQLite the experiment's
+// condition is written +t.exp_id: without statistics SQLite would
+// otherwise walk every trial of the experiment by the primary key's
+// leading column (exp_id) and check each one's configuration, a look-up
+// that grows with the experiment, instead of going from the
+// configuration to its few trials through trial_config_idx
+// (TestFindTrialPlanSQLite).
+func (e *experiment) findTrialQuery(hash, repeat, cond string) (string, []any) {
+	q := `SELECT t.trial_id FROM trial t JOIN config c ON c.config_id = t.config_id`
+	var args []any
+	if repeat != "" {
+		q += ` JOIN trial_param p ON p.exp_id = t.exp_id AND p.trial_id = t.trial_id AND p.param_id = 'repeat_i' AND p.param_value = ?`
+		args = append(args, clean(repeat))
+	}
+	exp := `t.exp_id = ?`
+	if _, ok := e.s.dialect.(sqliteDialect); ok {
+		exp = `+t.exp_id = ?` // no index for this term: see above
+	}
+	q += ` WHERE c.config_hash = ? AND ` + exp + ` AND ` + cond + ` ORDER BY t.trial_id LIMIT 1`
+	return q, append(args, hash, e.info.ID)
 }
 
 // Counts counts the experiment's trials by status.

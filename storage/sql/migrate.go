@@ -144,6 +144,10 @@ func (s *Store) migrateSchema(ctx context.Context) error {
 	if err := s.adoptMlos(ctx); err != nil {
 		return err
 	}
+	// A new SQLite file: every migration in one transaction.
+	if done, err := s.createFreshSQLite(ctx); err != nil || done {
+		return err
+	}
 	current, latest, err := s.SchemaVersion(ctx)
 	if err != nil {
 		return err

@@ -51,6 +51,17 @@ func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial
 	if err != nil {
 		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
+	if e.s.dialect.serializesWriters() {
+		// SQLite: the configuration first (insertTrial then keeps it). One
+		// writer at a time: a configuration this transaction stores has no
+		// trial anywhere, so none can hold the claim and the look-up below
+		// is not needed, one statement less for a new configuration (the
+		// common case).
+		created, err := e.storeNewConfig(ctx, r, tr)
+		if err != nil || created {
+			return err
+		}
+	}
 	other, ok, err := e.findTrialIn(ctx, r, tr.ConfigHash, tr.Metadata["repeat_i"],
 		"((t.ts_end IS NULL AND t.stop_requested IS NULL) OR t.status = '"+trial.SUCCEEDED.String()+"')")
 	if err != nil {
@@ -59,7 +70,12 @@ func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial
 	if ok {
 		return &storage.ClaimedError{Trial: other}
 	}
-	return nil
+	if e.s.dialect.serializesWriters() {
+		// Stored before: checked as configID does (after the claim, as
+		// before).
+		tr.ConfigID, err = e.storedConfigID(ctx, r, tr.ConfigHash, tr.Params)
+	}
+	return err
 }
 
 // FinishAndQueue finishes a trial and queues the next one in a single
@@ -168,8 +184,10 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 			return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 		}
 	}
-	if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
-		return false, err
+	if tr.ConfigID <= 0 { // > 0: stored already (claimConfig)
+		if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
+			return false, err
+		}
 	}
 	var last dbsql.NullInt64
 	if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
@@ -275,22 +293,34 @@ func (e *experiment) trialExists(ctx context.Context, r runner, ref storage.Tria
 func (e *experiment) configID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
 	id, err := e.insertConfig(ctx, r, hash)
 	if err == nil {
-		rows := make([][]any, 0, len(params))
-		for _, k := range sortedKeys(params) {
-			rows = append(rows, []any{id, k, params[k]})
-		}
-		return id, r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
+		return id, e.insertConfigParams(ctx, r, id, params)
 	}
 	if !errors.Is(err, dbsql.ErrNoRows) {
 		return 0, fmt.Errorf("storage: store config %s: %w", hash, e.s.scrub(err))
 	}
-	// Stored before (by this or another experiment, or by another
-	// process meanwhile): check it is the same.
-	if err = r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id); err != nil {
+	return e.storedConfigID(ctx, r, hash, params)
+}
+
+// insertConfigParams stores the parameters of a configuration insertConfig
+// stored.
+func (e *experiment) insertConfigParams(ctx context.Context, r runner, id int64, params map[string]string) error {
+	rows := make([][]any, 0, len(params))
+	for _, k := range sortedKeys(params) {
+		rows = append(rows, []any{id, k, params[k]})
+	}
+	return r.insertRows(ctx, "config_param", []string{"config_id", "param_id", "param_value"}, rows, "")
+}
+
+// storedConfigID returns the id of the configuration stored before under
+// hash (by this or another experiment, or by another process meanwhile),
+// once it has checked that its parameters are params.
+func (e *experiment) storedConfigID(ctx context.Context, r runner, hash string, params map[string]string) (int64, error) {
+	var id int64
+	if err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id); err != nil {
 		return 0, fmt.Errorf("storage: find config %s: %w", hash, e.s.scrub(err))
 	}
 	stored := map[string]string{}
-	err = r.each(ctx, func(rows *dbsql.Rows) error {
+	err := r.each(ctx, func(rows *dbsql.Rows) error {
 		var k string
 		var v dbsql.NullString
 		if err := rows.Scan(&k, &v); err != nil {
@@ -307,6 +337,24 @@ func (e *experiment) configID(ctx context.Context, r runner, hash string, params
 			storage.ErrInvalid, hash, id, stored, params)
 	}
 	return id, nil
+}
+
+// storeNewConfig stores tr's configuration when its hash is not stored
+// yet, and then sets tr.ConfigID (as configID does); created reports
+// whether it did (SQLite, for checkClaim).
+func (e *experiment) storeNewConfig(ctx context.Context, r runner, tr *storage.Trial) (created bool, err error) {
+	id, err := e.insertConfig(ctx, r, tr.ConfigHash)
+	switch {
+	case errors.Is(err, dbsql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("storage: store config %s: %w", tr.ConfigHash, e.s.scrub(err))
+	}
+	if err := e.insertConfigParams(ctx, r, id, tr.Params); err != nil {
+		return false, err
+	}
+	tr.ConfigID = id
+	return true, nil
 }
 
 // insertConfig stores a new configuration hash and returns its id, or
