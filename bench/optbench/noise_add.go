@@ -24,14 +24,14 @@ func noiseKernelCheck(w io.Writer) error {
 	switch noiseKernel {
 	case "matern":
 		return nil
-	case "additive", "additive10", "additive-bic":
+	case "additive", "additive10", "additive-bic", noiseKernelLOO:
 		if noiseSearch != "global" {
 			return fmt.Errorf("-noise-kernel %s needs -noise-search global", noiseKernel)
 		}
 		fmt.Fprintf(w, "noise-aware kernel: %s\n", noiseKernel)
 		return nil
 	}
-	return fmt.Errorf("-noise-kernel: want matern, additive, additive10 or additive-bic, got %q", noiseKernel)
+	return fmt.Errorf("-noise-kernel: want matern, additive, additive10, additive-bic or loo, got %q", noiseKernel)
 }
 
 // noiseKernelSet sets the noise-aware optimizer's kernel as -noise-kernel
