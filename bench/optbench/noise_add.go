@@ -21,6 +21,9 @@ var noiseKernel = "matern"
 // kernel with a local search (SetAdditive does not combine with it); it
 // names a kernel other than the default in the output.
 func noiseKernelCheck(w io.Writer) error {
+	if err := noiseNCheck(w); err != nil { // noise_n.go
+		return err
+	}
 	switch noiseKernel {
 	case "matern":
 		return nil

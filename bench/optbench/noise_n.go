@@ -84,3 +84,18 @@ func stagedNSet(o *bayes.Optimizer) error {
 	}
 	return nil
 }
+
+// noiseNCheck rejects unknown -staged-kernel and -staged-warp values and
+// names those other than the defaults in the output.
+func noiseNCheck(w io.Writer) error {
+	if stagedKernel != "same" && stagedKernel != "matern" {
+		return fmt.Errorf("-staged-kernel: want same or matern, got %q", stagedKernel)
+	}
+	if stagedWarp != "on" && stagedWarp != "off" {
+		return fmt.Errorf("-staged-warp: want on or off, got %q", stagedWarp)
+	}
+	if stagedKernel != "same" || stagedWarp != "on" {
+		fmt.Fprintf(w, "staged rounds: kernel %s, output warping %s\n", stagedKernel, stagedWarp)
+	}
+	return nil
+}
