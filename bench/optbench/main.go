@@ -109,6 +109,7 @@ func run(args []string, w io.Writer) error {
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")
 	fs.BoolVar(&mfLCECheckOn, "mf-lce-check", false, "with -mf: instead of the benchmark, the learning-curve extrapolation's ranking against the truth (mf_lce.go)")
 	fs.BoolVar(&refinePerSeed, "refine-per-seed", false, "with -refine: print each seed's deployed regret too")
+	noiseNFlags(fs) // noise_n.go
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

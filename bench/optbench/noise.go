@@ -109,7 +109,12 @@ func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (
 		search = budget - confirmK*confirmRounds(budget)
 	}
 	bestObs, bestX, bestTrue := math.Inf(1), tunables.Point(nil), math.Inf(1)
-	for range search {
+	for i := range search {
+		if aware {
+			if err := noiseKernelStep(o, i, search); err != nil { // noise_n.go
+				return 0, 0, err
+			}
+		}
 		pts, err := o.Suggest(1, nil)
 		if err != nil {
 			return 0, 0, err
@@ -217,7 +222,7 @@ func noiseSeeds(cfg config, p problem, method string, sigma float64) ([]float64,
 	best := make([]float64, cfg.seeds)
 	errs := make([]error, cfg.seeds)
 	eachSeed(cfg.workers, cfg.seeds, func(s int) {
-		v, b, err := noiseRun(p, method, sigma, int64(s+1), cfg.budget)
+		v, b, err := noiseRun(p, method, sigma, int64(noiseSeedOffset+s+1), cfg.budget)
 		out[s], best[s], errs[s] = v-p.optimum, b-p.optimum, err
 	})
 	for _, err := range errs {

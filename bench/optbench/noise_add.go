@@ -21,17 +21,20 @@ var noiseKernel = "matern"
 // kernel with a local search (SetAdditive does not combine with it); it
 // names a kernel other than the default in the output.
 func noiseKernelCheck(w io.Writer) error {
+	if err := noiseNCheck(w); err != nil { // noise_n.go
+		return err
+	}
 	switch noiseKernel {
 	case "matern":
 		return nil
-	case "additive", "additive10", "additive-bic":
+	case "additive", "additive10", "additive-bic", noiseKernelLOO:
 		if noiseSearch != "global" {
 			return fmt.Errorf("-noise-kernel %s needs -noise-search global", noiseKernel)
 		}
 		fmt.Fprintf(w, "noise-aware kernel: %s\n", noiseKernel)
 		return nil
 	}
-	return fmt.Errorf("-noise-kernel: want matern, additive, additive10 or additive-bic, got %q", noiseKernel)
+	return fmt.Errorf("-noise-kernel: want matern, additive, additive10, additive-bic or loo, got %q", noiseKernel)
 }
 
 // noiseKernelSet sets the noise-aware optimizer's kernel as -noise-kernel

@@ -45,6 +45,9 @@ func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure fun
 		v := truth(o.Ranked(1)[0])
 		return v, v, bestTrue(), nil
 	}
+	if err := stagedNSet(o); err != nil { // noise_n.go
+		return 0, 0, 0, err
+	}
 	l, m := rc.split(budget)
 	st, err := o.NewStaged()
 	if err != nil {

@@ -27,6 +27,7 @@ func noiseSearchRun(w io.Writer, cfg config, probs []problem, sigmas []float64, 
 		return true, fmt.Errorf("-noise-search: want one of %s, got %q", strings.Join(noiseSearches, ", "), noiseSearch)
 	}
 	fmt.Fprintf(w, "noise-aware search: %s\n", noiseSearch)
+	noiseSeedNote(w, cfg) // noise_n.go
 	if methods == "" {
 		return false, nil
 	}

@@ -126,12 +126,15 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		bestTrue = min(bestTrue, t)
 		return o.Observe(bayes.Observation{X: x, Y: []float64{noisy(t, sigma, rng)}})
 	}
-	for range search {
+	for i := range search {
 		pts, err := o.Suggest(1, nil)
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		if err := measure(pts[0]); err != nil {
+			return 0, 0, 0, err
+		}
+		if err := noiseKernelStep(o, i+1, search); err != nil { // noise_n.go
 			return 0, 0, 0, err
 		}
 	}
@@ -182,7 +185,7 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 			bests := make([]float64, cfg.seeds)
 			errs := make([]error, cfg.seeds)
 			eachSeed(cfg.workers, cfg.seeds, func(s int) {
-				v, mn, b, err := refineRun(p, rc, sg, int64(s+1), cfg.budget)
+				v, mn, b, err := refineRun(p, rc, sg, int64(noiseSeedOffset+s+1), cfg.budget)
 				out[s], mins[s], bests[s], errs[s] = v-p.optimum, mn-p.optimum, b-p.optimum, err
 			})
 			for _, err := range errs {
@@ -193,6 +196,7 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 			line := fmt.Sprintf("  %-5s refine %s  (minimiser %s; best measured %s)", fmt.Sprintf("%g%%", 100*sg), fmtQ(out), fmtQ(mins), fmtQ(bests))
 			if refinePerSeed {
 				line += "\n    per seed " + perSeed(out)
+				line += "\n    minimiser per seed " + perSeed(mins) + "\n    best measured per seed " + perSeed(bests)
 			}
 			if baseline {
 				naive, _, err := noiseSeeds(cfg, p, "naive", sg)
