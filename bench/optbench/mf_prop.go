@@ -17,6 +17,10 @@
 // the candidates are scored with the same GP's expected improvement at
 // full fidelity, so the proposal is still model-driven.
 //
+// With -top the region is centred instead on the configuration with the
+// best observed value at the highest fidelity reached so far (BOHB/PBT-like
+// exploitation of the highest rung), the GP's EI still choosing within it.
+//
 // The region: candidates perturb each coordinate of the centre with
 // probability locPerturb (one at least) to a uniform value within
 // ±side/2 (clipped to the unit box; a coordinate with levels is rounded
@@ -48,9 +52,14 @@ const (
 type mfPropOpt struct {
 	frac float64 // share of local proposals in (0, 1]
 	side float64 // the region's side (0: locSide)
+	// top centres the region on the configuration with the best observed
+	// value at the highest fidelity any configuration reached (-top;
+	// BOHB/PBT-like exploitation of the highest rung) instead of the one
+	// the GP predicts best at full fidelity.
+	top bool
 }
 
-// mfSplitProp removes the -locP and -boxW parts from method m.
+// mfSplitProp removes the -locP, -boxW and -top parts from method m.
 func mfSplitProp(m string) (string, mfPropOpt, bool) {
 	var o mfPropOpt
 	parts := strings.Split(m, "-")
@@ -63,6 +72,11 @@ func mfSplitProp(m string) (string, mfPropOpt, bool) {
 				return m, o, false
 			}
 			o.frac = float64(n) / 100
+		case p == "top":
+			if o.top {
+				return m, o, false
+			}
+			o.top = true
 		case strings.HasPrefix(p, "box"):
 			n, err := strconv.Atoi(p[3:])
 			if err != nil || n < 1 || n > 100 || o.side > 0 {
@@ -73,7 +87,7 @@ func mfSplitProp(m string) (string, mfPropOpt, bool) {
 			keep = append(keep, p)
 		}
 	}
-	if o.side > 0 && o.frac == 0 {
+	if (o.side > 0 || o.top) && o.frac == 0 {
 		return m, o, false
 	}
 	return strings.Join(keep, "-"), o, true
@@ -87,6 +101,7 @@ type mfLocal struct {
 	rng   *rand.Rand
 	n     int                       // proposals made
 	seen  map[string]tunables.Point // every configuration observed
+	hi    map[string][2]float64     // each one's highest fidelity and its value there
 	order []string                  // their keys, in observation order
 	obs   int
 }
@@ -96,7 +111,7 @@ func newMFLocal(inner mfProposer, gf *mfGPFid, opt mfPropOpt, seed int64) *mfLoc
 		opt.side = locSide
 	}
 	return &mfLocal{mfProposer: inner, gf: gf, opt: opt, rng: rand.New(rand.NewPCG(uint64(seed), 77)),
-		seen: map[string]tunables.Point{}}
+		seen: map[string]tunables.Point{}, hi: map[string][2]float64{}}
 }
 
 func (m *mfLocal) observe(x tunables.Point, rung int, r, y float64) error {
@@ -104,6 +119,9 @@ func (m *mfLocal) observe(x tunables.Point, rung int, r, y float64) error {
 	if _, ok := m.seen[k]; !ok {
 		m.seen[k] = slices.Clone(x)
 		m.order = append(m.order, k)
+	}
+	if h, ok := m.hi[k]; !ok || r > h[0] || (r == h[0] && y < h[1]) {
+		m.hi[k] = [2]float64{r, y}
 	}
 	m.obs++
 	return m.mfProposer.observe(x, rung, r, y)
@@ -140,6 +158,14 @@ func (m *mfLocal) local() (tunables.Point, bool, error) {
 	for i := range pred {
 		if pred[i].Mean < pred[c].Mean {
 			c = i
+		}
+	}
+	if m.opt.top {
+		for i, k := range m.order {
+			h, b := m.hi[k], m.hi[m.order[c]]
+			if h[0] > b[0] || (h[0] == b[0] && h[1] < b[1]) {
+				c = i
+			}
 		}
 	}
 	centre := m.seen[m.order[c]]

@@ -19,6 +19,9 @@ func TestMFSplitProp(t *testing.T) {
 		{"asha-gp-fid-min3", "asha-gp-fid-min3", mfPropOpt{}, true},
 		{"asha-gp-fid-min3-loc50", "asha-gp-fid-min3", mfPropOpt{frac: 0.5}, true},
 		{"asha-gp-fid-min3-loc100-box10-eta9", "asha-gp-fid-min3-eta9", mfPropOpt{frac: 1, side: 0.1}, true},
+		{"asha-gp-fid-min3-loc50-top-box40-eta9", "asha-gp-fid-min3-eta9", mfPropOpt{frac: 0.5, side: 0.4, top: true}, true},
+		{"asha-gp-fid-min3-top", "", mfPropOpt{}, false},
+		{"asha-gp-fid-min3-loc50-top-top", "", mfPropOpt{}, false},
 		{"asha-gp-fid-min3-loc0", "", mfPropOpt{}, false},
 		{"asha-gp-fid-min3-loc101", "", mfPropOpt{}, false},
 		{"asha-gp-fid-min3-locx", "", mfPropOpt{}, false},
@@ -95,7 +98,7 @@ func TestMFLocalProposal(t *testing.T) {
 // TestMFLocalRun: the -locP methods run through -mf like the others.
 func TestMFLocalRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
-	for _, m := range []string{"asha-gp-fid-loc50", "asha-gp-fid-min3-loc100-box10-eta9"} {
+	for _, m := range []string{"asha-gp-fid-loc50", "asha-gp-fid-min3-loc100-box10-eta9", "asha-gp-fid-loc50-top"} {
 		for _, cont := range []bool{false, true} {
 			checkMFRun(t, p, braninProblem().optimum, m, cont, 10) // hyperband_mf_test.go
 		}
