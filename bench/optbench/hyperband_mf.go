@@ -247,6 +247,10 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
+	method, pro, ok := mfSplitProp(method) // -locP, -boxW: mf_prop.go
+	if !ok {
+		return mfTrace{}, fmt.Errorf("-mf method %q: -locP needs 1 <= P <= 100, -boxW 1 <= W <= 100 and -locP", method)
+	}
 	method, bnd := mfSplitBound(method) // -oracle, -etaN: mf_bound.go
 	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: bnd.eta(3), Integer: true}
 	var prop mfProposer
@@ -289,6 +293,12 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		return mfTrace{}, err
 	}
 	gf, _ := prop.(*mfGPFid)
+	if pro.frac > 0 {
+		if gf == nil {
+			return mfTrace{}, fmt.Errorf("-mf method %q: -locP needs a gp-fid proposer", method)
+		}
+		prop = newMFLocal(prop, gf, pro, seed)
+	}
 	configs := map[int]tunables.Point{}
 	if opt.model {
 		pl.SetRanker(gf.ranker(configs))
