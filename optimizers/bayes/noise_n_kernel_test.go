@@ -74,17 +74,7 @@ func TestAdditiveLOOLeavesTheSearchAlone(t *testing.T) {
 	if _, _, ok := b.AdditiveLOO(); !ok {
 		t.Fatal("no comparison after 15 observations")
 	}
-	pa, err := a.Suggest(1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := b.Suggest(1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(pa[0], pb[0]) {
-		t.Errorf("next suggestion %v after the comparison, %v without", pb[0], pa[0])
-	}
+	sameNextSuggestion(t, a, b, "after the comparison")
 }
 
 // SetOutputWarping(true) on a warped model changes nothing; off, the
@@ -94,11 +84,7 @@ func TestSetOutputWarping(t *testing.T) {
 	a, _ := searchedBowl(t, 6, 15, 0.1)
 	b, _ := searchedBowl(t, 6, 15, 0.1)
 	b.SetOutputWarping(true)
-	pa, _ := a.Suggest(1, nil)
-	pb, _ := b.Suggest(1, nil)
-	if !slices.Equal(pa[0], pb[0]) {
-		t.Errorf("SetOutputWarping(true) changed the next suggestion: %v, want %v", pb[0], pa[0])
-	}
+	sameNextSuggestion(t, a, b, "after SetOutputWarping(true)")
 	b.SetOutputWarping(false)
 	raw := b.rawTargets(nil)
 	if got, want := b.targets(nil), transformOutputs(b.debias(raw), false); !slices.Equal(got, want) {

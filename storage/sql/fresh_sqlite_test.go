@@ -93,18 +93,7 @@ func TestFreshSQLiteSchemaIsTheMigratedOne(t *testing.T) {
 // the same result.
 func TestFreshSQLiteFollowsTheMigrationList(t *testing.T) {
 	dir := "migrations/sqlite"
-	base := fstest.MapFS{}
-	entries, err := migrationsFS.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := migrationsFS.ReadFile(dir + "/" + e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		base[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
-	}
+	base := migrationsMapFS(t, dir)
 	defer func() { migrationFiles = migrationsFS }()
 	for _, tc := range []struct {
 		name, extra string

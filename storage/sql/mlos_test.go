@@ -695,18 +695,7 @@ func TestMigrationFailureLeavesVersion(t *testing.T) {
 		open(t, cfg).Close()
 
 		dir := "migrations/" + b.name
-		files := fstest.MapFS{}
-		entries, err := migrationsFS.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			data, err := migrationsFS.ReadFile(dir + "/" + e.Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
-		}
+		files := migrationsMapFS(t, dir)
 		files[dir+"/99999_broken.sql"] = &fstest.MapFile{Data: []byte(`-- +goose Up
 ALTER TABLE trial ADD COLUMN half_done TEXT;
 CREATE TABLE half_done (id INTEGER);
@@ -913,4 +902,23 @@ func TestMlosBenchDatabaseOnMySQLRefused(t *testing.T) {
 // mysqlTypes turns the PostgreSQL types of the test DDL into MySQL's.
 func mysqlTypes(stmt string) string {
 	return strings.NewReplacer("TIMESTAMP WITHOUT TIME ZONE", "DATETIME", "TIMESTAMP WITH TIME ZONE", "DATETIME", "DATETIME WITH TIME ZONE", "DATETIME", "TIMESTAMP", "DATETIME", "SERIAL", "INTEGER AUTO_INCREMENT", "BOOLEAN", "BOOL", "DOUBLE PRECISION", "DOUBLE", "VARCHAR(512)", "VARCHAR(255)", "VARCHAR(1024)", "VARCHAR(255)").Replace(stmt)
+}
+
+// migrationsMapFS copies the embedded migrations of dir (a dialect's
+// folder) into a MapFS that a test can add migrations to.
+func migrationsMapFS(t *testing.T, dir string) fstest.MapFS {
+	t.Helper()
+	files := fstest.MapFS{}
+	entries, err := migrationsFS.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := migrationsFS.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
+	}
+	return files
 }
