@@ -80,3 +80,53 @@ func TestClaimNewConfigSkipsLookupSQLite(t *testing.T) {
 		t.Errorf("%d trials stored, want 2", len(trials))
 	}
 }
+
+// A write transaction the database rolls back runs again (a deadlock on
+// MySQL): the second attempt stores the new trial's configuration again
+// instead of keeping the id the rolled-back attempt had given it, which
+// no longer exists (or, worse, is another configuration's by then).
+func TestInsertTrialAgainAfterRollback(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := open(t, b.fresh(t))
+		e, ok := newExperiment(t, s, "e").(*experiment)
+		if !ok {
+			t.Skip("not the SQL experiment")
+		}
+		nt, err := e.planTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "fresh"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rollback := errors.New("rolled back")
+		attempt := func(fail bool) error {
+			return e.s.write(ctx, func(r runner) error {
+				g := e.guessSeq()
+				defer g.release()
+				stamped, err := e.insertTrial(ctx, r, nt, 0, g, false)
+				if err != nil {
+					return err
+				}
+				if fail {
+					return rollback
+				}
+				if stamped {
+					return nil
+				}
+				return e.settleTrial(ctx, r, g, nt.ID)
+			})
+		}
+		if err := attempt(true); !errors.Is(err, rollback) {
+			t.Fatalf("first attempt: %v", err)
+		}
+		if err := attempt(false); err != nil {
+			t.Fatalf("second attempt: %v", err)
+		}
+		got, err := e.Trial(ctx, nt.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Params["x"] != "fresh" || got.ConfigHash != nt.ConfigHash {
+			t.Errorf("stored trial %d: params %v, hash %s; want x=fresh, hash %s", got.ID, got.Params, got.ConfigHash, nt.ConfigHash)
+		}
+	})
+}

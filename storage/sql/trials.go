@@ -21,14 +21,19 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
+		// The configuration's id is found again in every attempt: a
+		// transaction the database rolled back (write runs it again) may
+		// have created it.
+		var configID int64
 		if spec.Claim {
-			if err := e.checkClaim(ctx, r, nt); err != nil {
+			var err error
+			if configID, err = e.checkClaim(ctx, r, nt); err != nil {
 				return err
 			}
 		}
 		g := e.guessSeq()
 		defer g.release()
-		if stamped, err := e.insertTrial(ctx, r, nt, g, spec.Claim); err != nil || stamped {
+		if stamped, err := e.insertTrial(ctx, r, nt, configID, g, spec.Claim); err != nil || stamped {
 			return err
 		}
 		return e.settleTrial(ctx, r, g, nt.ID)
@@ -41,41 +46,42 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 
 // checkClaim is TrialSpec.Claim: under the experiment's lock (taken here,
 // held to the end of the transaction, as insertTrial takes it), an
-// identical trial in flight or succeeded is a *storage.ClaimedError.
-func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial) error {
+// identical trial in flight or succeeded is a *storage.ClaimedError. On
+// SQLite it also stores or finds the trial's configuration and returns
+// its id (0: insertTrial does that).
+func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial) (int64, error) {
 	var exp string
 	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
 	if errors.Is(err, dbsql.ErrNoRows) {
-		return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+		return 0, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 	}
 	if err != nil {
-		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		return 0, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
 	if e.s.dialect.serializesWriters() {
-		// SQLite: the configuration first (insertTrial then keeps it). One
-		// writer at a time: a configuration this transaction stores has no
-		// trial anywhere, so none can hold the claim and the look-up below
-		// is not needed, one statement less for a new configuration (the
-		// common case).
-		created, err := e.storeNewConfig(ctx, r, tr)
-		if err != nil || created {
-			return err
+		// SQLite: the configuration first. One writer at a time: a
+		// configuration this transaction stores has no trial anywhere, so
+		// none can hold the claim and the look-up below is not needed, one
+		// statement less for a new configuration (the common case).
+		id, err := e.storeNewConfig(ctx, r, tr)
+		if err != nil || id > 0 {
+			return id, err
 		}
 	}
 	other, ok, err := e.findTrialIn(ctx, r, tr.ConfigHash, tr.Metadata["repeat_i"],
 		"((t.ts_end IS NULL AND t.stop_requested IS NULL) OR t.status = '"+trial.SUCCEEDED.String()+"')")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if ok {
-		return &storage.ClaimedError{Trial: other}
+		return 0, &storage.ClaimedError{Trial: other}
 	}
 	if e.s.dialect.serializesWriters() {
 		// Stored before: checked as configID does (after the claim, as
 		// before).
-		tr.ConfigID, err = e.storedConfigID(ctx, r, tr.ConfigHash, tr.Params)
+		return e.storedConfigID(ctx, r, tr.ConfigHash, tr.Params)
 	}
-	return err
+	return 0, nil
 }
 
 // FinishAndQueue finishes a trial and queues the next one in a single
@@ -97,7 +103,7 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		}
 		// The experiment's lock (insertTrial) before the feed's; one
 		// change number for both trials (on SQLite one each).
-		if stamped, err := e.insertTrial(ctx, r, nt, g, false, fin.trialID); err != nil || stamped {
+		if stamped, err := e.insertTrial(ctx, r, nt, 0, g, false, fin.trialID); err != nil || stamped {
 			return err
 		}
 		return e.settle(ctx, r, g, "trial_id IN (?, ?)", fin.trialID, nt.ID)
@@ -171,7 +177,7 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 // they have the number from takeAndStamp; when not (on SQLite and
 // PostgreSQL, where settling does nothing, or no bench_feed row yet), the
 // caller settles them.
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, g *guess, locked bool, also ...int) (stamped bool, err error) {
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, configID int64, g *guess, locked bool, also ...int) (stamped bool, err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
 	if !locked {
@@ -184,7 +190,8 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 			return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 		}
 	}
-	if tr.ConfigID <= 0 { // > 0: stored already (claimConfig)
+	tr.ConfigID = configID // > 0: stored or found by this transaction already (checkClaim)
+	if configID <= 0 {
 		if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
 			return false, err
 		}
@@ -340,21 +347,20 @@ func (e *experiment) storedConfigID(ctx context.Context, r runner, hash string, 
 }
 
 // storeNewConfig stores tr's configuration when its hash is not stored
-// yet, and then sets tr.ConfigID (as configID does); created reports
-// whether it did (SQLite, for checkClaim).
-func (e *experiment) storeNewConfig(ctx context.Context, r runner, tr *storage.Trial) (created bool, err error) {
+// yet and returns its id, or 0 when it was stored before (SQLite, for
+// checkClaim).
+func (e *experiment) storeNewConfig(ctx context.Context, r runner, tr *storage.Trial) (int64, error) {
 	id, err := e.insertConfig(ctx, r, tr.ConfigHash)
 	switch {
 	case errors.Is(err, dbsql.ErrNoRows):
-		return false, nil
+		return 0, nil
 	case err != nil:
-		return false, fmt.Errorf("storage: store config %s: %w", tr.ConfigHash, e.s.scrub(err))
+		return 0, fmt.Errorf("storage: store config %s: %w", tr.ConfigHash, e.s.scrub(err))
 	}
 	if err := e.insertConfigParams(ctx, r, id, tr.Params); err != nil {
-		return false, err
+		return 0, err
 	}
-	tr.ConfigID = id
-	return true, nil
+	return id, nil
 }
 
 // insertConfig stores a new configuration hash and returns its id, or
