@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/serve"
 	"github.com/benchtune/bench/storage"
@@ -71,13 +72,13 @@ func serveSettings(l *configs.Launch) (serveConfig, error) {
 	if (c.cert == "") != (c.key == "") {
 		return c, errors.New("TLS needs both --tls-cert and --tls-key")
 	}
-	if v := str("trial_lease"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return c, fmt.Errorf("trial_lease: %w", err)
-		}
-		c.lease = d
+	// The converters' rule, as the scheduler config reads the same key
+	// (30 and "30" are seconds, "90s" a duration).
+	d, err := decode.DurationOf(l.Globals["trial_lease"])
+	if err != nil {
+		return c, fmt.Errorf("trial_lease: %w", err)
 	}
+	c.lease = d
 	return c, nil
 }
 
