@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/benchtune/bench/optimizers"
 	"github.com/benchtune/bench/storage"
@@ -18,7 +19,8 @@ import (
 // trials changed since the last poll, and the unfinished ones). Both run
 // in the same process on the same SQLite file; ns/op is the driver's CPU
 // per second of idling (SQLite runs in-process). scripts/bench-driver-idle.sh
-// prints the ratio.
+// prints the ratio. The tick-* cases measure the whole once-a-second part
+// of the driver's tick around it.
 func BenchmarkDriverIdlePoll(b *testing.B) {
 	const n = 10000
 	ctx := context.Background()
@@ -70,6 +72,30 @@ func BenchmarkDriverIdlePoll(b *testing.B) {
 			}
 		}
 	})
+	// The whole once-a-second part of an idle driver's tick, not only
+	// pollOthers: stop requests, live workers and, with other processes
+	// (tick-others), pollOthers; without them (tick-alone: this process
+	// knows every trial, as a driver whose own or network workers' trials
+	// run), the check for other processes' trials (detectOthers, a count
+	// of the experiment's trials by status).
+	for _, others := range []bool{true, false} {
+		name := "tick-alone"
+		if others {
+			name = "tick-others"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				d.others, d.lastStop, d.lastPoll = others, time.Time{}, time.Time{}
+				d.trialCount = n
+				if err := d.tick(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !others && d.others {
+				b.Fatal("tick-alone found other processes' trials: the case measured the wrong path")
+			}
+		})
+	}
 }
 
 // pollOthersScan is pollOthers as it was before the change feed (the
