@@ -234,3 +234,49 @@ sleep 600
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestPassiveProgressEndToEnd: the passive desk carries intermediate
+// results to the scheduler, as every runner kind does. With ASHA, trial 1
+// reports score 1 at step 1 (bench submit --step) and then its result;
+// trial 2 reports a worse score at step 1 and is pruned by the scheduler
+// (stored CANCELED, "pruned"), which only the scheduler's pruner, fed by
+// the runner's Spec.Progress, can do. Bad --step uses store nothing.
+func TestPassiveProgressEndToEnd(t *testing.T) {
+	dir := passiveExperiment(t, 3)
+	tmp := t.TempDir()
+	log := filepath.Join(tmp, "bench.log")
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--passive", "--no-reuse",
+		"--experiment_id", "PP", "--no-progress", "--pruner", "asha"}
+	submit := func(want int, wantText string, a ...string) {
+		t.Helper()
+		r := runBench(t, dir, append([]string{"submit", "PP"}, a...)...)
+		if r.code != want || !strings.Contains(r.stderr, wantText) {
+			t.Fatalf("bench submit PP %s: exit %d (want %d), want %q in:\n%s%s", strings.Join(a, " "), r.code, want, wantText, r.stdout, r.stderr)
+		}
+	}
+	cmd := startBench(t, dir, tmp, "bench", args...)
+	defer func() { _ = cmd.Process.Kill() }()
+	out := waitText(t, "trial 1 shown", fileText(log), "── trial 1 of experiment PP: run it by hand")
+	if !strings.Contains(out, "intermediate results: --step 3 loss=0.5") {
+		t.Errorf("trial 1 should show how to report progress:\n%s", out)
+	}
+	submit(2, "give it without --failed or --skip", "1", "--step", "1", "--failed", "x")
+	submit(2, `metric "score": "abc" is not a number; nothing stored`, "1", "--step", "1", "score=abc")
+	submit(0, "stored progress of trial 1 of experiment PP at step 1: score=1; the trial still waits for its result", "1", "--step", "1", "score=1")
+	submit(0, "stored trial 1 of experiment PP: SUCCEEDED score=1", "1", "score=1")
+	waitText(t, "trial 2 shown", fileText(log), "── trial 2 of experiment PP")
+	submit(0, "stored progress of trial 2 of experiment PP at step 1: score=50", "2", "--step", "1", "score=50")
+	waitText(t, "trial 2 pruned", fileText(log), "trial 2: canceled (pruned: score value 50 at rung 0 (step 1) ranks 2 of 2")
+	waitText(t, "trial 3 shown", fileText(log), "── trial 3 of experiment PP")
+	submit(0, "stored trial 3 of experiment PP: SUCCEEDED score=2", "3", "score=2")
+	if code := waitExit(t, cmd, log); code != 0 {
+		t.Fatalf("bench: exit %d\n%s", code, fileText(log)())
+	}
+	want := map[int]string{1: "SUCCEEDED", 2: "CANCELED", 3: "SUCCEEDED"}
+	if rows := trialRows(t, filepath.Join(dir, "bench.sqlite"), "PP"); fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("trials %v, want %v", rows, want)
+	}
+	if s := runBench(t, dir, "show", "2", "--experiment", "PP"); !strings.Contains(s.stdout, "pruned") {
+		t.Errorf("bench show 2 should say the trial was pruned:\n%s", s.stdout)
+	}
+}

@@ -21,8 +21,9 @@ import (
 func newSubmitCmd() *cobra.Command {
 	var sf storageFlags
 	var failed, skip string
+	var step int64
 	cmd := &cobra.Command{
-		Use:   "submit EXPERIMENT TRIAL METRIC=VALUE... | --failed REASON | --skip [REASON]",
+		Use:   "submit EXPERIMENT TRIAL METRIC=VALUE... | --failed REASON | --skip [REASON] | --step N METRIC=VALUE...",
 		Short: "Store the result of a trial run by hand (the passive runner; bench only)",
 		Long: `Store the result of a trial that a person ran by hand (bench run --passive
 shows each trial's configuration and waits for its result). The trial is
@@ -37,6 +38,9 @@ waiting and the exit code is 2.
   bench submit myexp 17 --failed "app crashed"      trial 17 FAILED
   bench submit myexp 17 --skip phone is charging    trial 17 skipped (CANCELED:
                                                     the optimizer does not see it)
+  bench submit myexp 17 --step 3 loss=0.5           an intermediate result of trial 17
+                                                    at step 3 (progress, for early
+                                                    stopping): the trial keeps waiting
 
 Exit codes: 0 stored; 1 the trial already finished, or it is not run by
 hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
@@ -52,6 +56,13 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 			failedSet, skipSet := cmd.Flags().Changed("failed"), cmd.Flags().Changed("skip")
 			if failedSet && skipSet {
 				return exitWith(exitUsage, errors.New("give either --failed or --skip, not both"))
+			}
+			stepSet := cmd.Flags().Changed("step")
+			if stepSet && (failedSet || skipSet) {
+				return exitWith(exitUsage, errors.New("--step stores an intermediate result: give it without --failed or --skip"))
+			}
+			if stepSet && step < 0 {
+				return exitWith(exitUsage, fmt.Errorf("--step must be a whole number >= 0, got %d", step))
 			}
 			if !failedSet && !skipSet && len(words) == 0 {
 				return exitWith(exitUsage, errors.New("give the trial's results as METRIC=VALUE (e.g. score=1.23), or --failed REASON, or --skip [REASON]"))
@@ -80,6 +91,22 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 			case t.Job == nil && t.Owner != "" && t.Status == trial.RUNNING:
 				return exitWith(exitFailed, fmt.Errorf("trial %d of experiment %s is running in bench process %s, not by hand; bench submit is for trials of the passive runner (bench stop %s %d stops it)",
 					id, args[0], t.Owner, args[0], id))
+			}
+			if stepSet {
+				// An intermediate result: stored with the trial, which
+				// keeps waiting; the bench waiting for it hands it to the
+				// scheduler (early stopping) as it finds it.
+				values, err := passive.ProgressValues(words)
+				if err != nil {
+					return exitWith(exitUsage, fmt.Errorf("trial %d of experiment %s: %w; nothing stored", id, args[0], err))
+				}
+				p := trial.Progress{Step: step, Ts: time.Now().UTC(), Values: values}
+				if err := exp.AddProgress(ctx, id, []trial.Progress{p}); err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "bench: stored progress of trial %d of experiment %s at step %d: %s; the trial still waits for its result\n",
+					id, args[0], step, progressText(values))
+				return nil
 			}
 			targets := storage.Targets(exp.Info().Objectives)
 			var out trial.Outcome
@@ -116,6 +143,7 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 	cmd.Flags().StringVar(&failed, "failed", "", "mark the trial FAILED with this reason")
 	cmd.Flags().StringVar(&skip, "skip", "", "skip the trial, with an optional reason: stored CANCELED (\"skipped by hand: REASON\"); the optimizer does not see it")
 	cmd.Flags().Lookup("skip").NoOptDefVal = " "
+	cmd.Flags().Int64Var(&step, "step", 0, "store METRIC=VALUE... as an intermediate result (progress) at this step; the trial keeps waiting")
 	sf.addStorageOnly(cmd)
 	return cmd
 }
@@ -130,6 +158,20 @@ func who() string {
 		name += "@" + h
 	}
 	return name
+}
+
+// progressText is a progress report's values in one line, sorted by name.
+func progressText(values map[string]any) string {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, values[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 // outcomeText is an outcome in one line: "SUCCEEDED score=1.2 x=3",

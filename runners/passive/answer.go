@@ -78,29 +78,9 @@ func Skipped(reason string) trial.Outcome {
 // a successful outcome: every value must be a finite number, every target
 // present.
 func Results(words []string, targets trial.Objectives) (trial.Outcome, error) {
-	res := map[string]any{}
-	for _, w := range words {
-		for _, part := range strings.Split(w, ",") {
-			if part == "" {
-				continue
-			}
-			name, val, ok := strings.Cut(part, "=")
-			name = strings.TrimSpace(name)
-			if !ok || name == "" {
-				return trial.Outcome{}, fmt.Errorf("%w: %q is not metric=value (e.g. %s), fail [reason] or skip [reason]", ErrRefused, part, example(targets))
-			}
-			if val == "" {
-				return trial.Outcome{}, fmt.Errorf("%w: metric %q has no value (write %s=NUMBER)", ErrRefused, name, name)
-			}
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				return trial.Outcome{}, fmt.Errorf("%w: metric %q: %q is not a number", ErrRefused, name, val)
-			}
-			if _, dup := res[name]; dup {
-				return trial.Outcome{}, fmt.Errorf("%w: metric %q is given twice", ErrRefused, name)
-			}
-			res[name] = f
-		}
+	res, err := pairs(words, fmt.Sprintf("(e.g. %s), fail [reason] or skip [reason]", example(targets)))
+	if err != nil {
+		return trial.Outcome{}, err
 	}
 	for _, t := range targets {
 		if _, ok := res[t.Name]; !ok {
@@ -112,6 +92,83 @@ func Results(words []string, targets trial.Objectives) (trial.Outcome, error) {
 		return trial.Outcome{}, fmt.Errorf("%w: no metric given (e.g. %s)", ErrRefused, example(targets))
 	}
 	return trial.Outcome{Status: trial.SUCCEEDED, Ts: time.Now().UTC(), Results: res}, nil
+}
+
+// ProgressExample is the shape of a progress report typed at the prompt.
+const ProgressExample = "progress 3 loss=0.5"
+
+// ParseProgress reads a progress report typed at the prompt: "progress
+// STEP metric=value ...", an intermediate result of the running trial at
+// STEP (a whole number >= 0; the values finite numbers, no target
+// required). ok is false when text is not a progress report (a result,
+// fail or skip: see Parse); err says why a progress report is refused.
+func ParseProgress(text string) (p trial.Progress, ok bool, err error) {
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		return p, false, nil
+	}
+	switch strings.ToLower(words[0]) {
+	case "progress", "progress:":
+	default:
+		return p, false, nil
+	}
+	words = strings.Fields(spacedEquals.ReplaceAllString(strings.Join(words[1:], " "), "="))
+	if len(words) == 0 {
+		return p, true, fmt.Errorf("%w: a progress report needs a step and metric=value pairs (e.g. %s)", ErrRefused, ProgressExample)
+	}
+	step, err := strconv.ParseInt(strings.TrimSuffix(words[0], ":"), 10, 64)
+	if err != nil || step < 0 {
+		return p, true, fmt.Errorf("%w: the step %q is not a whole number >= 0 (e.g. %s)", ErrRefused, words[0], ProgressExample)
+	}
+	values, err := ProgressValues(words[1:])
+	if err != nil {
+		return p, true, err
+	}
+	return trial.Progress{Step: step, Ts: time.Now().UTC(), Values: values}, true, nil
+}
+
+// ProgressValues reads the metric=value words of a progress report
+// (commas between them allowed): every value a finite number, at least
+// one metric, no target required.
+func ProgressValues(words []string) (map[string]any, error) {
+	res, err := pairs(words, "(e.g. "+ProgressExample+")")
+	if err != nil {
+		return nil, err
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("%w: no metric given (e.g. %s)", ErrRefused, ProgressExample)
+	}
+	return res, nil
+}
+
+// pairs reads metric=value words (commas between them allowed) into
+// numbers; shape completes the message for a word that is not one.
+func pairs(words []string, shape string) (map[string]any, error) {
+	res := map[string]any{}
+	for _, w := range words {
+		for _, part := range strings.Split(w, ",") {
+			if part == "" {
+				continue
+			}
+			name, val, ok := strings.Cut(part, "=")
+			name = strings.TrimSpace(name)
+			if !ok || name == "" {
+				return nil, fmt.Errorf("%w: %q is not metric=value %s", ErrRefused, part, shape)
+			}
+			if val == "" {
+				return nil, fmt.Errorf("%w: metric %q has no value (write %s=NUMBER)", ErrRefused, name, name)
+			}
+			f, err := strconv.ParseFloat(val, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("%w: metric %q: %q is not a number", ErrRefused, name, val)
+			}
+			if _, dup := res[name]; dup {
+				return nil, fmt.Errorf("%w: metric %q is given twice", ErrRefused, name)
+			}
+			res[name] = f
+		}
+	}
+	return res, nil
 }
 
 func direction(t trial.Objective) string {

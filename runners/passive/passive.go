@@ -16,6 +16,13 @@
 //     the stored outcome (the scheduler's own Finish then finds the trial
 //     finished by "the far side" and keeps what is stored).
 //
+// While a trial waits, the person may report intermediate results
+// (progress, for early stopping): "progress 3 loss=0.5" at the prompt, or
+// bench submit EXPERIMENT TRIAL --step 3 loss=0.5. Both are stored with
+// the trial (storage.Experiment.AddProgress), and the runner hands each
+// stored report, once, to the trial's Spec.Progress as it finds it in
+// storage, as an engine runner hands on its job's progress file.
+//
 // A bench interrupted while a trial waits leaves the trial unfinished with
 // its passive job recorded: the next bench claims it again, and the
 // runner (as a schedulers.Recoverer) prints it and waits again. A result
@@ -90,10 +97,11 @@ type Desk struct {
 
 // waiter is a trial waiting for its result.
 type waiter struct {
-	id      int
-	command string
-	act     *services.Activity
-	answer  chan trial.Outcome // one answer, buffered
+	id       int
+	command  string
+	act      *services.Activity
+	answer   chan trial.Outcome  // one answer, buffered
+	progress chan trial.Progress // typed progress reports, for wait to store
 }
 
 // NewDesk returns a desk for the trials of exp whose answers must hold
@@ -156,7 +164,8 @@ func (r *Runner) Close() error { return nil }
 // wait shows a trial and returns its outcome: an answer typed at the
 // prompt, or the outcome stored by bench submit.
 func (d *Desk) wait(ctx context.Context, spec schedulers.Spec, resumed bool) trial.Outcome {
-	w := &waiter{id: spec.TrialID, command: d.Command(spec), act: spec.Activity, answer: make(chan trial.Outcome, 1)}
+	w := &waiter{id: spec.TrialID, command: d.Command(spec), act: spec.Activity, answer: make(chan trial.Outcome, 1),
+		progress: make(chan trial.Progress, 16)}
 	if !resumed && spec.Attach != nil {
 		// Recorded before the trial is shown: a result submitted from now
 		// on is this trial's, and a restarted bench shows it again.
@@ -180,8 +189,12 @@ func (d *Desk) wait(ctx context.Context, spec schedulers.Spec, resumed bool) tri
 	tick := time.NewTicker(d.o.Poll)
 	defer tick.Stop()
 	warned := false
+	fw := progressForwarder{to: spec.Progress, seen: map[progressKey]bool{}}
 	for {
 		t, err := d.exp.Trial(ctx, spec.TrialID)
+		if err == nil {
+			fw.forward(t.Telemetry)
+		}
 		switch {
 		case err == nil && t.Finished():
 			d.stored(t)
@@ -195,8 +208,43 @@ func (d *Desk) wait(ctx context.Context, spec schedulers.Spec, resumed bool) tri
 			return d.stopped(ctx, spec)
 		case out := <-w.answer:
 			return out
+		case p := <-w.progress:
+			// Stored as bench submit --step stores it; the next look
+			// (at once) hands it on.
+			if err := d.exp.AddProgress(ctx, spec.TrialID, []trial.Progress{p}); err != nil && ctx.Err() == nil {
+				d.printf("bench: trial %d: the progress report could not be stored: %v\n", spec.TrialID, err)
+			}
 		case <-tick.C:
 		}
+	}
+}
+
+// progressKey names a stored progress report: its time and step.
+type progressKey struct {
+	ts   int64 // microseconds
+	step int64
+}
+
+// progressForwarder hands a waiting trial's stored progress reports to
+// its Spec.Progress, each once, in the order they were measured. The
+// scheduler stores what it is handed again; a report keeps its stored time,
+// so the store keeps one row per time and metric.
+type progressForwarder struct {
+	to   func(trial.Progress)
+	seen map[progressKey]bool
+}
+
+func (f *progressForwarder) forward(tel []storage.Telemetry) {
+	if f.to == nil {
+		return
+	}
+	for _, p := range storage.ProgressOf(tel) {
+		k := progressKey{p.Ts.UnixMicro(), p.Step}
+		if f.seen[k] {
+			continue
+		}
+		f.seen[k] = true
+		f.to(p)
 	}
 }
 
@@ -284,9 +332,10 @@ func (d *Desk) add(w *waiter, spec schedulers.Spec, resumed bool) {
 			fmt.Fprintf(&b, "          several trials wait: put the trial id first, e.g.  %d: %s\n", spec.TrialID, ex)
 		}
 		fmt.Fprintf(&b, "      or, from another shell:  %s\n", submitExample(spec.ExperimentID, spec.TrialID, d.targets))
+		fmt.Fprintf(&b, "  intermediate results (optional, while it runs): type  %s\n", ProgressExample)
 	} else {
 		fmt.Fprintf(&b, "  result, from a shell:  %s\n", submitExample(spec.ExperimentID, spec.TrialID, d.targets))
-		fmt.Fprintf(&b, "      (or --failed REASON, or --skip [REASON])\n")
+		fmt.Fprintf(&b, "      (or --failed REASON, or --skip [REASON]; intermediate results: --step 3 loss=0.5)\n")
 	}
 	b.WriteString(strings.Repeat("─", 72) + "\n")
 	d.setPromptLocked()
@@ -406,9 +455,10 @@ func (d *Desk) read() {
 var idPrefix = regexp.MustCompile(`^#?(\d+)\s*:\s*(.*)$`)
 
 // Answer takes one typed line: "[TRIAL:] score=1.2 …", "[TRIAL:] fail
-// [reason]" or "[TRIAL:] skip [reason]". An answer that cannot be stored
-// is refused with a message, and the trial keeps waiting. It reports
-// whether the answer was taken.
+// [reason]", "[TRIAL:] skip [reason]" or "[TRIAL:] progress STEP
+// loss=0.5 …" (an intermediate result: the trial keeps waiting). An
+// answer that cannot be stored is refused with a message, and the trial
+// keeps waiting. It reports whether the answer was taken.
 func (d *Desk) Answer(line string) bool {
 	line = strings.TrimSpace(line)
 	d.mu.Lock()
@@ -444,6 +494,20 @@ func (d *Desk) Answer(line string) bool {
 		}
 	}
 	w.act.Touch()
+	if p, isProgress, err := ParseProgress(line); isProgress {
+		if err != nil {
+			say("trial %d: %v; the trial is still waiting", w.id, err)
+			return false
+		}
+		select {
+		case w.progress <- p:
+		default:
+			say("trial %d: too many progress reports at once; this one was not taken", w.id)
+			return false
+		}
+		say("trial %d: progress at step %d: %s (the trial is still waiting for its result)", w.id, p.Step, resultText(p.Values))
+		return true
+	}
 	out, err := Parse(line, d.targets)
 	if err != nil {
 		say("trial %d: %v; the trial is still waiting", w.id, err)
