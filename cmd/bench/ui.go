@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/launcher"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/ui"
@@ -147,16 +148,20 @@ func serveUI(ctx context.Context, stderr io.Writer, srv *ui.Server, listen, wher
 
 // uiDuringRun starts the dashboard of the experiment being run (bench run
 // --ui ADDR); the returned function stops it.
+// uiActions reads the ui_actions global by the config converters' rule
+// (true, "yes", "on", 1, ...); anything else leaves the actions off.
+func uiActions(globals map[string]any) bool {
+	on, ok := decode.Bool(globals["ui_actions"])
+	return ok && on
+}
+
 func uiDuringRun(ctx context.Context, stderr io.Writer, l *configs.Launch, r *launcher.Run) (func(), error) {
 	v, ok := l.Globals["ui_listen"]
 	if !ok || v == nil || strings.TrimSpace(configs.PyStr(v)) == "" {
 		return func() {}, nil
 	}
 	listen := strings.TrimSpace(configs.PyStr(v))
-	actions := false
-	if a, ok := l.Globals["ui_actions"].(bool); ok {
-		actions = a
-	}
+	actions := uiActions(l.Globals)
 	tokenFile := ""
 	if t, ok := l.Globals["serve_token_file"]; ok && t != nil {
 		tokenFile = strings.TrimSpace(configs.PyStr(t))

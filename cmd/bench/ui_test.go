@@ -40,3 +40,19 @@ func TestUIToken(t *testing.T) {
 		}
 	}
 }
+
+// The ui_actions global is read by the config converters' rule, as every
+// other boolean setting: "yes" or "true" from a globals file turns the
+// dashboard's actions on (before, only a JSON true did); anything else
+// leaves them off.
+func TestUIActionsFollowsTheConverters(t *testing.T) {
+	for v, want := range map[any]bool{true: true, "yes": true, "true": true, " On ": true, int64(1): true, "1": true,
+		false: false, "no": false, "0": false, "maybe": false, nil: false} {
+		if got := uiActions(map[string]any{"ui_actions": v}); got != want {
+			t.Errorf("ui_actions %#v: actions %v, want %v", v, got, want)
+		}
+	}
+	if uiActions(map[string]any{}) {
+		t.Error("no ui_actions: actions on")
+	}
+}
