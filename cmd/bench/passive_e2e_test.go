@@ -65,6 +65,18 @@ func waitExit(t *testing.T, cmd *exec.Cmd, log string) int {
 	return cmd.ProcessState.ExitCode()
 }
 
+// submitter returns a function that runs bench submit EXP ARGS... in dir
+// and fails the test unless it exits want with wantText on stderr.
+func submitter(t *testing.T, dir, exp string) func(want int, wantText string, a ...string) {
+	return func(want int, wantText string, a ...string) {
+		t.Helper()
+		r := runBench(t, dir, append([]string{"submit", exp}, a...)...)
+		if r.code != want || !strings.Contains(r.stderr, wantText) {
+			t.Fatalf("bench submit %s %s: exit %d (want %d), want %q in:\n%s%s", exp, strings.Join(a, " "), r.code, want, wantText, r.stdout, r.stderr)
+		}
+	}
+}
+
 // TestPassiveSubmitEndToEnd: bench runs with the passive runner in the
 // background (no terminal: no prompt) and bench submit gives the results:
 // a value that is not a number and a missing target are refused (exit 2,
@@ -80,13 +92,7 @@ func TestPassiveSubmitEndToEnd(t *testing.T) {
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--passive", "--no-reuse",
 		"--passive_command", "adb shell run --level $level --mode $mode", "--experiment_id", "PS", "--no-progress"}
 	db := filepath.Join(dir, "bench.sqlite")
-	submit := func(want int, wantText string, a ...string) {
-		t.Helper()
-		r := runBench(t, dir, append([]string{"submit", "PS"}, a...)...)
-		if r.code != want || !strings.Contains(r.stderr, wantText) {
-			t.Fatalf("bench submit PS %s: exit %d (want %d), want %q in:\n%s%s", strings.Join(a, " "), r.code, want, wantText, r.stdout, r.stderr)
-		}
-	}
+	submit := submitter(t, dir, "PS")
 	cmd := startBench(t, dir, tmp, "bench", args...)
 	defer func() { _ = cmd.Process.Kill() }()
 	out := waitText(t, "trial 1 shown", fileText(log), "── trial 1 of experiment PS: run it by hand")
@@ -247,13 +253,7 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 	log := filepath.Join(tmp, "bench.log")
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--passive", "--no-reuse",
 		"--experiment_id", "PP", "--no-progress", "--pruner", "asha"}
-	submit := func(want int, wantText string, a ...string) {
-		t.Helper()
-		r := runBench(t, dir, append([]string{"submit", "PP"}, a...)...)
-		if r.code != want || !strings.Contains(r.stderr, wantText) {
-			t.Fatalf("bench submit PP %s: exit %d (want %d), want %q in:\n%s%s", strings.Join(a, " "), r.code, want, wantText, r.stdout, r.stderr)
-		}
-	}
+	submit := submitter(t, dir, "PP")
 	cmd := startBench(t, dir, tmp, "bench", args...)
 	defer func() { _ = cmd.Process.Kill() }()
 	out := waitText(t, "trial 1 shown", fileText(log), "── trial 1 of experiment PP: run it by hand")

@@ -105,7 +105,7 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 					return err
 				}
 				fmt.Fprintf(stderr, "bench: stored progress of trial %d of experiment %s at step %d: %s; the trial still waits for its result\n",
-					id, args[0], step, progressText(values))
+					id, args[0], step, passive.ValuesText(values))
 				return nil
 			}
 			targets := storage.Targets(exp.Info().Objectives)
@@ -158,20 +158,6 @@ func who() string {
 		name += "@" + h
 	}
 	return name
-}
-
-// progressText is a progress report's values in one line, sorted by name.
-func progressText(values map[string]any) string {
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, values[k])
-	}
-	return strings.Join(parts, " ")
 }
 
 // outcomeText is an outcome in one line: "SUCCEEDED score=1.2 x=3",

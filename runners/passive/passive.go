@@ -384,7 +384,7 @@ func (d *Desk) stored(t storage.TrialDetail) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	msg := fmt.Sprintf("bench: trial %d: result stored from outside this bench (bench submit): %s", t.ID, t.Status)
-	if s := resultText(t.Results); s != "" {
+	if s := ValuesText(t.Results); s != "" {
 		msg += " " + s
 	}
 	if t.FailureReason != "" {
@@ -400,7 +400,9 @@ func (d *Desk) stored(t storage.TrialDetail) {
 	_, _ = io.WriteString(d.con, msg+"\n")
 }
 
-func resultText(res map[string]any) string {
+// ValuesText is results or progress values in one line, sorted by name:
+// "score=1.2 tps=300".
+func ValuesText(res map[string]any) string {
 	keys := slices.Collect(maps.Keys(res))
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
@@ -505,7 +507,7 @@ func (d *Desk) Answer(line string) bool {
 			say("trial %d: too many progress reports at once; this one was not taken", w.id)
 			return false
 		}
-		say("trial %d: progress at step %d: %s (the trial is still waiting for its result)", w.id, p.Step, resultText(p.Values))
+		say("trial %d: progress at step %d: %s (the trial is still waiting for its result)", w.id, p.Step, ValuesText(p.Values))
 		return true
 	}
 	out, err := Parse(line, d.targets)
@@ -522,7 +524,7 @@ func (d *Desk) Answer(line string) bool {
 	d.setPromptLocked()
 	w.answer <- out
 	msg := fmt.Sprintf("trial %d: %s", w.id, out.Status)
-	if s := resultText(out.Results); s != "" {
+	if s := ValuesText(out.Results); s != "" {
 		msg += " " + s
 	}
 	if out.FailureReason != "" {
