@@ -7,8 +7,9 @@
 // and trial.go), and the decisions of a trial's lifecycle that every
 // runner kind shares (lifecycle.go).
 //
-// It imports nothing of bench's own, so that no layer has to import another
-// just to name a status.
+// It imports nothing of bench's own but two leaf helpers (internal/capture,
+// internal/suggest, which import only the standard library), so that no
+// layer has to import another just to name a status.
 package trial
 
 import (
