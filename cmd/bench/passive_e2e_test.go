@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -278,5 +279,21 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 	}
 	if s := runBench(t, dir, "show", "2", "--experiment", "PP"); !strings.Contains(s.stdout, "pruned") {
 		t.Errorf("bench show 2 should say the trial was pruned:\n%s", s.stdout)
+	}
+	// Each report is stored once, though bench submit stored it and the
+	// scheduler's progress storage was handed it again.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for id, want := range map[int]int{1: 1, 2: 1, 3: 0} {
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM trial_telemetry WHERE exp_id = 'PP' AND trial_id = ? AND step IS NOT NULL`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("trial %d: %d progress rows stored, want %d", id, n, want)
+		}
 	}
 }
