@@ -49,11 +49,11 @@ func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure fun
 		return 0, 0, 0, err
 	}
 	l, m := rc.split(budget)
-	st, err := o.NewStaged()
+	st, used, err := basinStart(o, rc, l, measure, truth) // noise_b.go: NewStaged unless -refine staged-basin
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	for _, n := range bayes.StagedSplit(l, bayes.StagedStages) {
+	for _, n := range bayes.StagedSplit(l-used, bayes.StagedStages) {
 		pts, err := st.Design(n)
 		if err != nil {
 			return 0, 0, 0, err
