@@ -6,7 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/benchtune/bench/optimizers/bayes"
 	"github.com/benchtune/bench/tunables"
@@ -61,6 +64,8 @@ func noiseBFlags(fs *flag.FlagSet) {
 	fs.IntVar(&basinInitN, "basin-init", 0, "with -refine staged-basin: the initial design's size (0: the optimizer's default, D + 4)")
 	noiseBRestartFlags(fs)
 	noiseBEarlyFlags(fs)
+	noiseBBasinFlags(fs)
+	noiseBTwinFlags(fs)
 	fs.BoolVar(&basinDiag, "basin-diag", false, "with -refine staged-basin: print each seed's basins and their true regret on stderr")
 }
 
@@ -279,6 +284,7 @@ func restartRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) 
 		if err := search(o, budget-s1); err != nil {
 			return 0, 0, 0, err
 		}
+		basinNote(p, sigma, seed, o.Ranked(1)[0])
 		v := truth(o.Ranked(1)[0])
 		return v, v, bestTrue, nil
 	}
@@ -332,6 +338,7 @@ func restartRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) 
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	basinNote(p, sigma, seed, pick)
 	return truth(pick), truth(best), bestTrue, nil
 }
 
@@ -345,7 +352,18 @@ func restartRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) 
 // settle before its end is unchanged.
 var basinEarly int
 
+// The Thompson-sampled search steps (-basin-ts-until N): the search's
+// evaluations from -basin-ts-from (after the initial design) to N − 1,
+// every -basin-ts-every-th one, are the minimiser of a posterior sample
+// (bayes.Optimizer.ThompsonPoint) instead of the augmented-EI point: a
+// search that goes to another basin with the probability that it holds
+// the minimum.
+var basinTSFrom, basinTSUntil, basinTSEvery int
+
 func noiseBEarlyFlags(fs *flag.FlagSet) {
+	fs.IntVar(&basinTSFrom, "basin-ts-from", 10, "with -basin-ts-until: the first search evaluation that may be a Thompson sample")
+	fs.IntVar(&basinTSUntil, "basin-ts-until", 0, "with -refine staged-basin: search evaluations before this one (from -basin-ts-from) are the minimisers of posterior samples instead of augmented EI's (0: none)")
+	fs.IntVar(&basinTSEvery, "basin-ts-every", 1, "with -basin-ts-until: only every n-th of those evaluations")
 	fs.IntVar(&basinEarly, "basin-early", 0, "with -refine staged-basin: from this evaluation of the search on, once the search has settled, its remaining evaluations explore outside the incumbent's basin (0: off)")
 }
 
@@ -356,6 +374,12 @@ func basinSearch(o *bayes.Optimizer, rc refineCfg) func(i int) (tunables.Point, 
 	return func(i int) (tunables.Point, error) {
 		if rc.basin && basinEarly > 0 && !settled && i >= basinEarly && (i-basinEarly)%10 == 0 {
 			settled = o.SearchSettled(bayes.StagedSettledFactor)
+		}
+		if rc.basin && basinTSUntil > 0 && i >= basinTSFrom && i < basinTSUntil && (i-basinTSFrom)%max(1, basinTSEvery) == 0 {
+			x, err := o.ThompsonPoint()
+			if err != nil || x != nil {
+				return x, err
+			}
 		}
 		if settled {
 			incMin, incMu, _, err := o.IncumbentBasin()
@@ -373,4 +397,165 @@ func basinSearch(o *bayes.Optimizer, rc refineCfg) func(i int) (tunables.Point, 
 		}
 		return pts[0], nil
 	}
+}
+
+// -refine-basins: under each -refine per-seed table of a function with
+// known local minima (Hartmann6), which basin each seed's reported
+// configuration is in: "+" where a descent on the TRUE function from it
+// (a compass search, steps 0.05 down to 1e-5) ends at the global
+// minimum (within 1e-3 of f*), else the regret of the local minimum it
+// ends at. Recorded by basinNote as the runs report (any worker).
+var (
+	refineBasins bool
+	basinNotes   = map[string]tunables.Point{}
+	basinNotesMu sync.Mutex
+)
+
+func noiseBBasinFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&refineBasins, "refine-basins", false, "with -refine and -refine-per-seed: on hartmann6, each seed's basin (+: the global one; else the regret of the local minimum a descent on the true function reaches)")
+}
+
+func basinKey(name string, sigma float64, seed int64) string {
+	return fmt.Sprintf("%s/%g/%d", name, sigma, seed)
+}
+
+// basinNote records the configuration a -refine run reports.
+func basinNote(p problem, sigma float64, seed int64, x tunables.Point) {
+	if !refineBasins || p.name != "hartmann6" {
+		return
+	}
+	basinNotesMu.Lock()
+	defer basinNotesMu.Unlock()
+	basinNotes[basinKey(p.name, sigma, seed)] = slices.Clone(x)
+}
+
+// trueDescent returns the local minimum of p's true function that a
+// compass search from x reaches.
+func trueDescent(p problem, x tunables.Point) float64 {
+	x = slices.Clone(x)
+	f := p.f(x)[0]
+	for step := 0.05; step > 1e-5; {
+		moved := false
+		for i := range x {
+			for _, s := range []float64{step, -step} {
+				q := slices.Clone(x)
+				q[i] = min(1, max(0, q[i]+s))
+				if fq := p.f(q)[0]; fq < f {
+					x, f, moved = q, fq, true
+				}
+			}
+		}
+		if !moved {
+			step /= 2
+		}
+	}
+	return f
+}
+
+// basinLine is the "basin per seed" line of p at sigma for seeds
+// offset+1..offset+n ("" when nothing was recorded).
+func basinLine(p problem, sigma float64, n int) string {
+	if !refineBasins || p.name != "hartmann6" {
+		return ""
+	}
+	basinNotesMu.Lock()
+	defer basinNotesMu.Unlock()
+	out := make([]string, n)
+	right := 0
+	for s := range n {
+		x, ok := basinNotes[basinKey(p.name, sigma, int64(noiseSeedOffset+s+1))]
+		if !ok {
+			return ""
+		}
+		if r := trueDescent(p, x) - p.optimum; r < 1e-3 {
+			out[s] = "+"
+			right++
+		} else {
+			out[s] = fmtV(r)
+		}
+	}
+	return fmt.Sprintf("\n    basin per seed %s (%d of %d in the global basin)", strings.Join(out, " "), right, n)
+}
+
+// The twin start (-refine staged-basin with -basin-twin S0): the search
+// begins as two independent noise-aware searches of S0 evaluations each
+// (the run's own, then a second one with a fresh design: another seed, a
+// model of its own); the second's measurements then join the first
+// model, which searches on from both (augmented EI on the pooled data)
+// to the staged refinement's start, and the staged refinement runs as in
+// -refine staged. Which basin a search ends in is decided early (by its
+// design and first steps); two starts give the pooled search two basins
+// to choose from.
+var basinTwin int
+
+func noiseBTwinFlags(fs *flag.FlagSet) {
+	fs.IntVar(&basinTwin, "basin-twin", 0, "with -refine staged-basin: the search begins as two independent searches of this many evaluations each, then searches on from both (0: off)")
+}
+
+// twinRun is refineRun for -basin-twin.
+func twinRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (float64, float64, float64, error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
+	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
+	newOpt := func(s int64) (*bayes.Optimizer, error) {
+		o, err := bayes.New(p.dims, bayes.Options{Seed: s, MaxTrials: budget})
+		if err != nil {
+			return nil, err
+		}
+		o.SetNoise(nil, true)
+		return o, nil
+	}
+	o, err := newOpt(seed)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	o2, err := newOpt(seed + 1_000_003)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	l, m := rc.split(budget)
+	search := budget - l - rc.k*m
+	if 2*basinTwin > search {
+		return 0, 0, 0, fmt.Errorf("-basin-twin %d: two starts of %d evaluations exceed the %d search evaluations", basinTwin, basinTwin, search)
+	}
+	bestTrue := math.Inf(1)
+	var obs []bayes.Observation
+	measureTo := func(q *bayes.Optimizer, x tunables.Point) error {
+		t := truth(x)
+		bestTrue = min(bestTrue, t)
+		ob := bayes.Observation{X: x, Y: []float64{noisy(t, sigma, rng)}}
+		if q == o2 {
+			obs = append(obs, ob)
+		}
+		return q.Observe(ob)
+	}
+	run := func(q *bayes.Optimizer, n int) error {
+		for range n {
+			pts, err := q.Suggest(1, nil)
+			if err != nil {
+				return err
+			}
+			if err := measureTo(q, pts[0]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := run(o, basinTwin); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := run(o2, basinTwin); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := o.Observe(obs...); err != nil {
+		return 0, 0, 0, err
+	}
+	if basinDiag {
+		a, b := o.Ranked(1)[0], o2.Ranked(1)[0]
+		fmt.Fprintf(os.Stderr, "basin diag: seed %d twin incumbents %s and %s\n", seed, fmtV(truth(a)-p.optimum), fmtV(truth(b)-p.optimum))
+	}
+	if err := run(o, search-2*basinTwin); err != nil {
+		return 0, 0, 0, err
+	}
+	measure := func(x tunables.Point) error { return measureTo(o, x) }
+	return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue }, func(x tunables.Point) { basinNote(p, sigma, seed, x) })
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/benchtune/bench/tunables"
 )
 
 func TestParseRefineStagedBasin(t *testing.T) {
@@ -30,10 +33,11 @@ func TestBasinFlagsLeaveStagedAlone(t *testing.T) {
 	if err := run(args, &plain); err != nil {
 		t.Fatal(err)
 	}
-	defer func(e, r, f, x, n int) {
-		basinEarly, basinRestart, basinFirst, basinExplore, basinInitN = e, r, f, x, n
-	}(basinEarly, basinRestart, basinFirst, basinExplore, basinInitN)
-	if err := run(append(args, "-basin-early", "20", "-basin-restart", "10", "-basin-first", "15", "-basin-explore", "4", "-basin-init", "12"), &flagged); err != nil {
+	defer func(e, r, f, x, n, tw, tu int) {
+		basinEarly, basinRestart, basinFirst, basinExplore, basinInitN, basinTwin, basinTSUntil = e, r, f, x, n, tw, tu
+	}(basinEarly, basinRestart, basinFirst, basinExplore, basinInitN, basinTwin, basinTSUntil)
+	if err := run(append(args, "-basin-early", "20", "-basin-restart", "10", "-basin-first", "15", "-basin-explore", "4", "-basin-init", "12",
+		"-basin-twin", "10", "-basin-ts-until", "20"), &flagged); err != nil {
 		t.Fatal(err)
 	}
 	a, b := timings.ReplaceAllString(plain.String(), ""), timings.ReplaceAllString(flagged.String(), "")
@@ -47,12 +51,15 @@ func TestBasinFlagsLeaveStagedAlone(t *testing.T) {
 func TestRefineRunStagedBasin(t *testing.T) {
 	rc, _ := parseRefine("staged-basin")
 	p := braninProblem()
-	defer func(e, r, f, x int) { basinEarly, basinRestart, basinFirst, basinExplore = e, r, f, x }(basinEarly, basinRestart, basinFirst, basinExplore)
+	defer func(e, r, f, x, tw, tu, n int) {
+		basinEarly, basinRestart, basinFirst, basinExplore, basinTwin, basinTSUntil, basinInitN = e, r, f, x, tw, tu, n
+	}(basinEarly, basinRestart, basinFirst, basinExplore, basinTwin, basinTSUntil, basinInitN)
 	for _, tc := range []struct {
-		name                      string
-		early, restart, first, ex int
-	}{{"check", 0, 0, 0, 0}, {"explore", 0, 0, 0, 4}, {"early", 20, 0, 0, 0}, {"restart", 0, 15, 25, 0}} {
-		basinEarly, basinRestart, basinFirst, basinExplore = tc.early, tc.restart, tc.first, tc.ex
+		name                                       string
+		early, restart, first, ex, twin, ts, initN int
+	}{{"check", 0, 0, 0, 0, 0, 0, 0}, {"explore", 0, 0, 0, 4, 0, 0, 0}, {"early", 20, 0, 0, 0, 0, 0, 0},
+		{"restart", 0, 15, 25, 0, 0, 0, 0}, {"twin", 0, 0, 0, 0, 10, 0, 0}, {"thompson", 0, 0, 0, 0, 0, 25, 0}, {"init", 0, 0, 0, 0, 0, 0, 12}} {
+		basinEarly, basinRestart, basinFirst, basinExplore, basinTwin, basinTSUntil, basinInitN = tc.early, tc.restart, tc.first, tc.ex, tc.twin, tc.ts, tc.initN
 		v, mn, best, err := refineRun(p, rc, 0.05, 1, 60)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -64,5 +71,41 @@ func TestRefineRunStagedBasin(t *testing.T) {
 	basinRestart, basinFirst = 50, 30
 	if _, _, _, err := refineRun(p, rc, 0.05, 1, 60); err == nil {
 		t.Error("-basin-restart 50 with -basin-first 30 at a budget of 60: no error")
+	}
+	basinRestart, basinTwin = 0, 30
+	if _, _, _, err := refineRun(p, rc, 0.05, 1, 60); err == nil {
+		t.Error("-basin-twin 30 at a budget of 60 (36 search evaluations): no error")
+	}
+}
+
+// The true descent ends at Hartmann6's global minimum from near it and at
+// the other basin's minimum (regret 0.119) from near that one; the
+// -refine-basins line counts the seeds in the global basin.
+func TestRefineBasins(t *testing.T) {
+	p := hartmannProblem()
+	global := tunables.Point{0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573}
+	other := tunables.Point{0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381}
+	if r := trueDescent(p, tunables.Point{0.25, 0.2, 0.45, 0.3, 0.28, 0.62}) - p.optimum; r > 1e-3 {
+		t.Errorf("descent from near the optimum ends %v above it", r)
+	}
+	if r := trueDescent(p, other) - p.optimum; r < 0.1 || r > 0.13 {
+		t.Errorf("descent from the other basin ends %v above the optimum, want 0.119", r)
+	}
+	defer func(b bool, o int) { refineBasins, noiseSeedOffset = b, o }(refineBasins, noiseSeedOffset)
+	refineBasins, noiseSeedOffset = true, 0
+	basinNote(p, 0.5, 1, global)
+	basinNote(p, 0.5, 2, other)
+	if s := basinLine(p, 0.5, 2); !strings.Contains(s, "basin per seed + 0.119") || !strings.Contains(s, "(1 of 2 in the global basin)") {
+		t.Errorf("basin line %q", s)
+	}
+	if s := basinLine(p, 0.5, 3); s != "" {
+		t.Errorf("a seed not recorded: %q, want nothing", s)
+	}
+	var out bytes.Buffer
+	if err := run([]string{"-noise", "0.05", "-funcs", "hartmann6", "-seeds", "2", "-budget", "30", "-refine", "staged", "-refine-per-seed", "-refine-basins"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "in the global basin)") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }

@@ -115,6 +115,9 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 	if rc.basin && basinRestart > 0 {
 		return restartRun(p, rc, sigma, seed, budget) // noise_b.go
 	}
+	if rc.basin && basinTwin > 0 {
+		return twinRun(p, rc, sigma, seed, budget) // noise_b.go
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
 	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
 	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget, NRandomInit: basinInit(rc)}) // noise_b.go
@@ -151,7 +154,7 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		}
 	}
 	if rc.staged {
-		return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue })
+		return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue }, func(x tunables.Point) { basinNote(p, sigma, seed, x) })
 	}
 	center := o.Ranked(1)[0]
 	radius := rc.radius
@@ -177,6 +180,7 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	basinNote(p, sigma, seed, pick) // noise_b.go
 	return truth(pick), truth(center), bestTrue, nil
 }
 
@@ -209,6 +213,7 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 			if refinePerSeed {
 				line += "\n    per seed " + perSeed(out)
 				line += "\n    minimiser per seed " + perSeed(mins) + "\n    best measured per seed " + perSeed(bests)
+				line += basinLine(p, sg, cfg.seeds) // noise_b.go (-refine-basins)
 			}
 			if baseline {
 				naive, _, err := noiseSeeds(cfg, p, "naive", sg)

@@ -337,3 +337,63 @@ func (o *Optimizer) ExploreOutside(center tunables.Point, radius, thr float64) (
 	}
 	return best.p, nil
 }
+
+// Tuning constants of ThompsonPoint.
+const (
+	tsRandomCandidates = 2048
+	tsAnchors          = 8
+	tsPerAnchor        = 128
+)
+
+// ThompsonPoint returns the minimiser of one posterior sample of the
+// latent function (thompson.go's pathwise sample) over quasi-random
+// points of the whole box and perturbations of the tsAnchors best
+// observed points (posterior mean): a point chosen with the probability
+// that it is the minimum, across basins, rather than by expected
+// improvement. Numeric spaces only (nil otherwise); it draws from a
+// generator of its own (seeded by the number of observations).
+func (o *Optimizer) ThompsonPoint() (tunables.Point, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m != 1 || o.hist.Len() < 2 {
+		return nil, errRefineModel
+	}
+	if !o.numericOnly() {
+		return nil, nil
+	}
+	if err := o.prepareModel(o.targets(nil)); err != nil {
+		return nil, err
+	}
+	if o.g == nil {
+		return nil, errRefineModel
+	}
+	saved := o.rng
+	o.rng = rand.New(rand.NewPCG(uint64(o.hist.Len()), 0x74686f6d70))
+	defer func() { o.rng = saved }()
+	d := o.sp.Len()
+	var pts []tunables.Point
+	qmc := o.quasiRandom(tsRandomCandidates, d)
+	for c := range tsRandomCandidates {
+		q := make(tunables.Point, d)
+		copy(q, qmc[c*d:(c+1)*d])
+		o.sp.SnapInPlace(q)
+		pts = append(pts, o.pin(q))
+	}
+	for _, an := range o.anchors(o.g)[:min(tsAnchors, len(o.anchors(o.g)))] {
+		for j := range tsPerAnchor {
+			pts = append(pts, o.perturb(an, []float64{0.01, 0.03, 0.1, 0.3}[j%4]))
+		}
+	}
+	xs := make([][]float64, len(pts))
+	for i, p := range pts {
+		xs[i] = o.encode(p)
+	}
+	s := o.g.thompsonSample(xs, o.rng)
+	best := 0
+	for i, v := range s {
+		if v < s[best] {
+			best = i
+		}
+	}
+	return slices.Clone(pts[best]), nil
+}

@@ -123,6 +123,9 @@ func TestBasinCheckLeavesTheSearchAlone(t *testing.T) {
 	if _, _, err := b.MeanAt(m); err != nil {
 		t.Fatal(err)
 	}
+	if x, err := b.ThompsonPoint(); err != nil || x == nil {
+		t.Fatalf("ThompsonPoint: %v, %v", x, err)
+	}
 	sameNextSuggestion(t, a, b, "after the basin check")
 }
 
@@ -157,5 +160,33 @@ func TestBasinCheckNeedsTheModel(t *testing.T) {
 	}
 	if _, err := w.NewStagedAt(tunables.Point{0.5}); err == nil {
 		t.Error("NewStagedAt with a point of the wrong length: no error")
+	}
+}
+
+// Posterior samples' minimisers on the two wells fall in one of the two
+// wells, the deeper one more often.
+func TestThompsonPointAcrossBasins(t *testing.T) {
+	inA, inB := 0, 0
+	o := twoWellsObserved(t, 5, 0.1)
+	for i := range 12 {
+		// Each call draws from a generator seeded by the number of
+		// observations: add one (far from both wells) to draw anew.
+		x, err := o.ThompsonPoint()
+		if err != nil || x == nil {
+			t.Fatalf("ThompsonPoint: %v, %v", x, err)
+		}
+		switch {
+		case near(x, wellA) < 0.15:
+			inA++
+		case near(x, wellB) < 0.15:
+			inB++
+		}
+		p := tunables.Point{0.02 + 0.005*float64(i), 0.98}
+		if err := o.Observe(Observation{X: p, Y: []float64{twoWells(p)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if inA+inB < 10 || inA < inB {
+		t.Errorf("of 12 samples' minimisers %d in the deeper well, %d in the other: want 10 in the wells, more in the deeper", inA, inB)
 	}
 }
