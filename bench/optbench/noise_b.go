@@ -77,6 +77,24 @@ func stagedBasinCfg() refineCfg {
 	return c
 }
 
+// basinString is refineCfg.String for -refine staged-basin: the check's
+// settings and every variant flag that is on.
+func basinString(c refineCfg) string {
+	s := fmt.Sprintf("staged-basin (a basin check, up to %d other basins × %d evaluations, z %g, radius %g", basinMax, basinEvals, basinZ, basinRadius)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"explore", basinExplore}, {"early", basinEarly}, {"restart", basinRestart}, {"first", basinFirst}, {"twin", basinTwin}, {"ts-until", basinTSUntil}, {"init", basinInitN}} {
+		if f.v > 0 {
+			s += fmt.Sprintf(", %s %d", f.name, f.v)
+		}
+	}
+	if basinTSUntil > 0 {
+		s += fmt.Sprintf(", ts-from %d, ts-every %d", basinTSFrom, basinTSEvery)
+	}
+	return s + fmt.Sprintf("): design=%v k=%d m=%d, %d stages from radius %g", c.frac, c.k, c.m, bayes.StagedStages, bayes.StagedRadius)
+}
+
 // basinStart starts the staged refinement: around the posterior-mean
 // incumbent (o.NewStaged) unless rc.basin, then after the basin check;
 // it returns the evaluations the check used (at most limit).

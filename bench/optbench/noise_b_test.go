@@ -20,6 +20,14 @@ func TestParseRefineStagedBasin(t *testing.T) {
 	if c, _ := parseRefine("staged"); c.basin {
 		t.Errorf("staged: %+v, want no basin check", c)
 	}
+	if s := c.String(); !strings.HasPrefix(s, "staged-basin (a basin check, up to 2 other basins × 4 evaluations, z 1, radius 0.5): design=0.3") {
+		t.Errorf("String: %q", s)
+	}
+	defer func(x int) { basinTwin = x }(basinTwin)
+	basinTwin = 15
+	if s := c.String(); !strings.Contains(s, "radius 0.5, twin 15): ") {
+		t.Errorf("String with -basin-twin 15: %q", s)
+	}
 }
 
 // timings strips the "(12s)" lines of optbench's output.

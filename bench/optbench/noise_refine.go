@@ -100,7 +100,7 @@ func (c refineCfg) split(n int) (int, int) {
 
 func (c refineCfg) String() string {
 	if c.basin {
-		return fmt.Sprintf("staged-basin (a basin check, up to %d other basins × %d evaluations, z %g, radius %g): design=%v k=%d m=%d, %d stages from radius %g", basinMax, basinEvals, basinZ, basinRadius, c.frac, c.k, c.m, bayes.StagedStages, bayes.StagedRadius)
+		return basinString(c) // noise_b.go
 	}
 	if c.staged {
 		return fmt.Sprintf("staged: design=%v k=%d m=%d, %d stages from radius %g", c.frac, c.k, c.m, bayes.StagedStages, bayes.StagedRadius)
