@@ -31,7 +31,7 @@ func stagedRefineCfg() refineCfg {
 // of the last minimiser (the reported one when the search had not
 // settled) and the lowest true value measured.
 func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure func(tunables.Point) error,
-	truth func(tunables.Point) float64, bestTrue func() float64) (float64, float64, float64, error) {
+	truth func(tunables.Point) float64, bestTrue func() float64, note func(tunables.Point)) (float64, float64, float64, error) {
 	if !o.SearchSettled(bayes.StagedSettledFactor) {
 		for range budget - search {
 			pts, err := o.Suggest(1, nil)
@@ -42,6 +42,7 @@ func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure fun
 				return 0, 0, 0, err
 			}
 		}
+		note(o.Ranked(1)[0]) // noise_b.go (-refine-basins)
 		v := truth(o.Ranked(1)[0])
 		return v, v, bestTrue(), nil
 	}
@@ -49,11 +50,11 @@ func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure fun
 		return 0, 0, 0, err
 	}
 	l, m := rc.split(budget)
-	st, err := o.NewStaged()
+	st, used, err := basinStart(o, rc, l, measure, truth) // noise_b.go: NewStaged unless -refine staged-basin
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	for _, n := range bayes.StagedSplit(l, bayes.StagedStages) {
+	for _, n := range bayes.StagedSplit(l-used, bayes.StagedStages) {
 		pts, err := st.Design(n)
 		if err != nil {
 			return 0, 0, 0, err
@@ -72,6 +73,7 @@ func stagedRun(o *bayes.Optimizer, rc refineCfg, budget, search int, measure fun
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	note(pick)
 	return truth(pick), truth(center), bestTrue(), nil
 }
 

@@ -34,6 +34,7 @@ func noiseNFlags(fs *flag.FlagSet) {
 	fs.StringVar(&stagedWarp, "staged-warp", "on", "with -refine staged: off turns the output warping off for the staged rounds")
 	fs.StringVar(&stagedKernel, "staged-kernel", "same", "with -refine staged: matern fits the plain Matérn kernel for the staged rounds, whatever -noise-kernel chose for the search")
 	fs.Float64Var(&looMargin, "loo-margin", 0, "with -noise-kernel loo: the additive kernel only when its leave-one-out log density is higher by this many nats")
+	noiseBFlags(fs) // noise_b.go
 }
 
 // noiseKernelStep is called after the search's n-th evaluation (n of

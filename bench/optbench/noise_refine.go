@@ -34,6 +34,7 @@ type refineCfg struct {
 	local  bool // the minimiser of a local GP (MeanMinimizer's local)
 	// staged: the staged refinement (-refine staged; noise_h.go)
 	staged bool
+	basin  bool // staged-basin: the basin check first (noise_b.go)
 }
 
 func parseRefine(s string) (refineCfg, error) {
@@ -44,6 +45,10 @@ func parseRefine(s string) (refineCfg, error) {
 		}
 		if kv == "staged" {
 			c = stagedRefineCfg()
+			continue
+		}
+		if kv == "staged-basin" {
+			c = stagedBasinCfg() // noise_b.go
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
@@ -94,6 +99,9 @@ func (c refineCfg) split(n int) (int, int) {
 }
 
 func (c refineCfg) String() string {
+	if c.basin {
+		return basinString(c) // noise_b.go
+	}
 	if c.staged {
 		return fmt.Sprintf("staged: design=%v k=%d m=%d, %d stages from radius %g", c.frac, c.k, c.m, bayes.StagedStages, bayes.StagedRadius)
 	}
@@ -104,9 +112,15 @@ func (c refineCfg) String() string {
 // posterior-mean minimiser before its confirmation, and the lowest true
 // value among the configurations measured.
 func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (float64, float64, float64, error) {
+	if rc.basin && basinRestart > 0 {
+		return restartRun(p, rc, sigma, seed, budget) // noise_b.go
+	}
+	if rc.basin && basinTwin > 0 {
+		return twinRun(p, rc, sigma, seed, budget) // noise_b.go
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
 	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
-	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget})
+	o, err := bayes.New(p.dims, bayes.Options{Seed: seed, MaxTrials: budget, NRandomInit: basinInit(rc)}) // noise_b.go
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -126,12 +140,13 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		bestTrue = min(bestTrue, t)
 		return o.Observe(bayes.Observation{X: x, Y: []float64{noisy(t, sigma, rng)}})
 	}
+	next := basinSearch(o, rc) // noise_b.go: o.Suggest unless -basin-early
 	for i := range search {
-		pts, err := o.Suggest(1, nil)
+		x, err := next(i)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if err := measure(pts[0]); err != nil {
+		if err := measure(x); err != nil {
 			return 0, 0, 0, err
 		}
 		if err := noiseKernelStep(o, i+1, search); err != nil { // noise_n.go
@@ -139,7 +154,7 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 		}
 	}
 	if rc.staged {
-		return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue })
+		return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue }, func(x tunables.Point) { basinNote(p, sigma, seed, x) })
 	}
 	center := o.Ranked(1)[0]
 	radius := rc.radius
@@ -165,6 +180,7 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	basinNote(p, sigma, seed, pick) // noise_b.go
 	return truth(pick), truth(center), bestTrue, nil
 }
 
@@ -197,6 +213,7 @@ func benchNoiseRefine(w io.Writer, cfg config, probs []problem, sigmas []float64
 			if refinePerSeed {
 				line += "\n    per seed " + perSeed(out)
 				line += "\n    minimiser per seed " + perSeed(mins) + "\n    best measured per seed " + perSeed(bests)
+				line += basinLine(p, sg, cfg.seeds) // noise_b.go (-refine-basins)
 			}
 			if baseline {
 				naive, _, err := noiseSeeds(cfg, p, "naive", sg)
