@@ -136,7 +136,7 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 			// ends, then updated.
 			err = r.each(ctx, scanID, pick+e.s.dialect.skipLocked(), e.info.ID, e.s.dialect.ts(now), limit)
 			if err == nil && len(ids) > 0 {
-				_, err = r.exec(ctx, `UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (`+placeholders(len(ids))+`)`,
+				_, err = r.exec(ctx, `UPDATE trial SET owner = ?, lease_until = ?`+e.pendingSet()+` WHERE exp_id = ? AND trial_id IN (`+placeholders(len(ids))+`)`,
 					append([]any{e.owner, e.s.dialect.ts(until), e.info.ID}, ids...)...)
 			}
 		}
@@ -205,7 +205,7 @@ func (e *experiment) Release(ctx context.Context) error {
 		if len(ids) == 0 {
 			return nil
 		}
-		if _, err := r.exec(ctx, `UPDATE trial SET owner = NULL, lease_until = NULL WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`,
+		if _, err := r.exec(ctx, `UPDATE trial SET owner = NULL, lease_until = NULL`+e.pendingSet()+` WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`,
 			e.info.ID, e.owner); err != nil {
 			return fmt.Errorf("storage: release the trials of %q on %q: %w", e.owner, e.info.ID, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
+
 	"github.com/benchtune/bench/storage"
 )
 
@@ -130,7 +132,7 @@ func (e *experiment) feed() *feedState {
 // bench_feed (MySQL, MariaDB) rather than computed by the statements that
 // change trials (SQLite, PostgreSQL).
 func (e *experiment) takesSeq() bool {
-	return e.s.dialect.name() == "mysql"
+	return false
 }
 
 // seqExpr is the value of bench_seq in a statement that changes trials of
@@ -145,7 +147,17 @@ func (e *experiment) seqExpr() string {
 	case "postgres":
 		return `COALESCE(?, ` + pgXactID + `)`
 	}
-	return `COALESCE(?, bench_seq)`
+	return `?`
+}
+
+// pendingSet is what a statement that changes trials adds to its SET list
+// on MySQL and MariaDB: the change waits for a reader to number it (see
+// the comment at the top); elsewhere nothing (touch numbers them).
+func (e *experiment) pendingSet() string {
+	if e.s.dialect.name() == "mysql" {
+		return ", bench_seq = NULL"
+	}
+	return ""
 }
 
 // pgXactID is the PostgreSQL transaction's id as a BIGINT (xid8 has no
@@ -207,6 +219,9 @@ func (e *experiment) settleTrial(ctx context.Context, r runner, g *guess, trialI
 // touch numbers the trials of the experiment that where selects (several
 // trials: claims, releases), as the transaction's last statement.
 func (e *experiment) touch(ctx context.Context, r runner, where string, args ...any) error {
+	if e.s.dialect.name() == "mysql" {
+		return nil // marked pending by the statement itself (pendingSet)
+	}
 	if !e.takesSeq() {
 		_, err := r.exec(ctx, `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND `+where,
 			append([]any{e.seqArg(nil), e.info.ID}, args...)...)
@@ -307,43 +322,145 @@ func (e *experiment) Changes(ctx context.Context, since int64) ([]storage.Trial,
 	if e.s.dialect.name() == "postgres" {
 		return e.pgChanges(ctx, since)
 	}
-	var out []storage.Trial
-	next := since
-	err := e.s.read(ctx, func(r runner) error {
-		// The number first: a change committed after it is read again
-		// next time rather than missed.
-		var seq dbsql.NullInt64
-		q := `SELECT seq FROM bench_feed WHERE exp_id = ?`
-		if e.s.dialect.name() == "sqlite" {
-			q = `SELECT MAX(bench_seq) FROM trial WHERE exp_id = ? AND bench_seq IS NOT NULL`
+	onMySQL := e.s.dialect.name() == "mysql"
+	var (
+		out      []storage.Trial
+		next     int64
+		numbered bool // (MySQL) this call numbered the pending changes
+	)
+	for {
+		var pending bool
+		next = since
+		from := since
+		err := e.s.read(ctx, func(r runner) error {
+			// The number first: a change committed after it is read again
+			// next time rather than missed.
+			var seq dbsql.NullInt64
+			q := `SELECT seq FROM bench_feed WHERE exp_id = ?`
+			args := []any{e.info.ID}
+			switch e.s.dialect.name() {
+			case "sqlite":
+				q = `SELECT MAX(bench_seq) FROM trial WHERE exp_id = ? AND bench_seq IS NOT NULL`
+			case "mysql":
+				// And whether a committed change waits for its number.
+				q = `SELECT (SELECT seq FROM bench_feed WHERE exp_id = ?), EXISTS (SELECT 1 FROM trial WHERE exp_id = ? AND bench_seq IS NULL)`
+				args = append(args, e.info.ID)
+			}
+			row := r.queryRow(ctx, q, args...)
+			var err error
+			if onMySQL {
+				err = row.Scan(&seq, &pending)
+			} else {
+				err = row.Scan(&seq)
+			}
+			if err != nil && err != dbsql.ErrNoRows {
+				return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
+			}
+			if pending && !numbered && !e.s.feedUnnumbered.Load() {
+				return nil // numbered first (below), then read again
+			}
+			if seq.Int64 < from {
+				// The experiment's numbers are behind the caller's: not this
+				// numbering (a database restored from a backup or replaced, or
+				// a number a schema-7 bench took from bench_feed on SQLite that
+				// no trial kept). Everything is changed, as from 0, rather than
+				// nothing until the numbers catch up.
+				from = 0
+			}
+			next = max(seq.Int64, from)
+			if from == 0 {
+				out, err = e.loadTrials(ctx, r, "1 = 1", nil, 0)
+				return err
+			}
+			// Changes waiting for a number that this reader cannot give
+			// (MySQL, no write privilege: see numberPending) are returned
+			// in every poll until a reader that can numbers them.
+			withPending := pending && e.s.feedUnnumbered.Load()
+			if next == from && !withPending {
+				return nil // nothing changed: no scan
+			}
+			cond := "t.bench_seq > ? AND t.bench_seq <= ?"
+			if withPending {
+				cond = "((t.bench_seq > ? AND t.bench_seq <= ?) OR t.bench_seq IS NULL)"
+			}
+			out, err = e.loadTrials(ctx, r, cond, []any{from, next}, 0)
+			return err
+		})
+		if err != nil {
+			return nil, since, err
 		}
-		err := r.queryRow(ctx, q, e.info.ID).Scan(&seq)
-		if err != nil && err != dbsql.ErrNoRows {
-			return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
+		if !onMySQL || !pending || numbered || e.s.feedUnnumbered.Load() {
+			return out, next, nil
 		}
-		if seq.Int64 < since {
-			// The experiment's numbers are behind the caller's: not this
-			// numbering (a database restored from a backup or replaced, or
-			// a number a schema-7 bench took from bench_feed on SQLite that
-			// no trial kept). Everything is changed, as from 0, rather than
-			// nothing until the numbers catch up.
-			since = 0
+		if err := e.numberPending(ctx); err != nil {
+			return nil, since, err
 		}
-		next = max(seq.Int64, since)
-		if since == 0 {
-			out, err = e.loadTrials(ctx, r, "1 = 1", nil, 0)
+		numbered = true
+	}
+}
+
+// errNothingPending ends a numbering transaction that found nothing to
+// number (it is rolled back: the feed's number stays).
+var errNothingPending = errors.New("no change waits for a number")
+
+// numberPending gives the experiment's committed changes that wait for a
+// number (bench_seq NULL) the next number, in a short transaction of its
+// own (MySQL, MariaDB; see the comment at the top). A reader that may not
+// write (a user without the UPDATE privilege, a read-only server) numbers
+// nothing, and from then on returns the waiting changes in every poll
+// (Store.feedUnnumbered).
+func (e *experiment) numberPending(ctx context.Context) error {
+	err := e.s.write(ctx, func(r runner) error {
+		// The experiment's first numbering (or one created by mlos_bench):
+		// its row, once whoever numbers at the same time.
+		if _, err := r.exec(ctx, `INSERT INTO bench_feed (exp_id, seq) VALUES (?, 0)`+e.s.dialect.ignoreDup("exp_id"), e.info.ID); err != nil {
 			return err
 		}
-		if next == since {
-			return nil // nothing changed: no scan
+		// One round trip: the number is LAST_INSERT_ID, reset first so
+		// that a missing row is not mistaken for a number taken earlier
+		// on the connection, and set again by the stamp so that its reply
+		// carries it. Locking the feed's row first orders the numberings.
+		res, err := r.exec(ctx, `DO LAST_INSERT_ID(0); UPDATE bench_feed SET seq = LAST_INSERT_ID(seq + 1) WHERE exp_id = ?;
+			UPDATE trial SET bench_seq = LAST_INSERT_ID(LAST_INSERT_ID()) WHERE exp_id = ? AND LAST_INSERT_ID() > 0 AND bench_seq IS NULL`,
+			e.info.ID, e.info.ID)
+		if err != nil {
+			return err
 		}
-		out, err = e.loadTrials(ctx, r, "t.bench_seq > ? AND t.bench_seq <= ?", []any{since, next}, 0)
-		return err
+		if ok, err := affected(res); err != nil || !ok {
+			if err == nil {
+				err = errNothingPending
+			}
+			return err
+		}
+		return nil
 	})
-	if err != nil {
-		return nil, since, err
+	switch {
+	case err == nil, errors.Is(err, errNothingPending):
+		return nil
+	case mayNotWrite(err):
+		if !e.s.feedUnnumbered.Swap(true) {
+			e.s.log.Debug("storage: this user may not number the change feed; changes waiting for a number are read in every poll",
+				"storage", e.s.describe, "err", e.s.scrub(err))
+		}
+		return nil
 	}
-	return out, next, nil
+	return fmt.Errorf("storage: change feed of %q: %w", e.info.ID, e.s.scrub(err))
+}
+
+// mayNotWrite reports MySQL's errors for a write the user or the server
+// does not allow: a table privilege missing (1142), a database privilege
+// missing (1044), a read-only server (1290, ER_OPTION_PREVENTS_STATEMENT)
+// or transaction (1792).
+func mayNotWrite(err error) bool {
+	var me *mysqldrv.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1142, 1044, 1290, 1792:
+		return true
+	}
+	return false
 }
 
 // pgChanges is Changes on PostgreSQL (schema version 9), where a change's

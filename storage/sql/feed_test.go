@@ -45,7 +45,7 @@ func TestChanges(t *testing.T) {
 		}
 		mustTrial(t, otherExp, map[string]string{"x": "9"})
 		all, n := waitFor(0)
-		if fmt.Sprint(all) != "[1 2 3 4]" || n < 4 {
+		if fmt.Sprint(all) != "[1 2 3 4]" || n < numbersFor(b, 4) {
 			t.Fatalf("Changes(0) = %v, %d; want the 4 trials", all, n)
 		}
 		if got, next := changes(n); len(got) != 0 || !unchanged(b, next, n) {
@@ -104,6 +104,16 @@ func unchanged(b backend, next, since int64) bool {
 		return next >= since
 	}
 	return next == since
+}
+
+// numbersFor is the least number a first poll gives after k transactions
+// changed trials: k (one number each), or on MySQL and MariaDB, where the
+// reader numbers every change waiting for a number at once, 1.
+func numbersFor(b backend, k int64) int64 {
+	if b.name == "mysql" {
+		return 1
+	}
+	return k
 }
 
 // drain polls the feed from since until it has given every change
@@ -358,7 +368,7 @@ func TestChangesAheadOfTheFeed(t *testing.T) {
 			mustTrial(t, exp, map[string]string{"x": fmt.Sprint(i)})
 		}
 		_, n := drain(t, b, s, exp, 0)
-		if n < 3 {
+		if n < numbersFor(b, 3) {
 			t.Fatalf("Changes(0): %d", n)
 		}
 		ahead := n + 100
