@@ -234,10 +234,8 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return nil
 		}
-		g := e.guessSeq()
-		defer g.release()
 		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?), bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
-			now, e.seqArg(g), e.info.ID, trialID)
+			now, e.seqArg(), e.info.ID, trialID)
 		if err != nil {
 			return fmt.Errorf("storage: request trial %d of %q to stop: %w", trialID, e.info.ID, err)
 		}
@@ -247,7 +245,7 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return e.unchanged(ctx, r, trialID, false)
 		}
-		return e.settleTrial(ctx, r, g, trialID)
+		return nil
 	})
 }
 

@@ -274,11 +274,11 @@ func TestChangesConcurrentWriters(t *testing.T) {
 }
 
 // TestChangesAcrossProcesses: two stores on one database (two bench
-// processes) write the same experiment in turn, so that each one's guess
-// of its next change number (guessSeq) is stale and the trials are
-// stamped again with the number taken; a write that fails after taking a
-// guess leaves nothing behind. A reader sees every change exactly once,
-// at the number the feed gives, whoever wrote it.
+// processes) write the same experiment in turn (a schema-9 MySQL writer
+// guessed its number from what its process took last: stale here); a
+// write that fails leaves nothing behind. A reader (a third store) sees
+// every change exactly once, at the number the feed gives, whoever wrote
+// it.
 func TestChangesAcrossProcesses(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
@@ -310,12 +310,12 @@ func TestChangesAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(tr.ID, trial.RUNNING)
-		// a's guess is behind by one: stamped again.
+		// a did not write the last change.
 		if err := a.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 1.0}}); err != nil {
 			t.Fatal(err)
 		}
 		expect(tr.ID, trial.SUCCEEDED)
-		// A failed write took a guess and rolled back.
+		// A failed write rolled back.
 		if err := a.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}); err == nil {
 			t.Fatal("a finished trial started again")
 		}

@@ -95,9 +95,6 @@ type Store struct {
 	// clock replaces the database's clock for leases (Config.Clock).
 	clock func() time.Time
 
-	// feeds holds, by experiment id, what this process knows of the
-	// experiment's change numbers (*feedState; see guessSeq).
-	feeds sync.Map
 	// feedUnnumbered: this store's user may not number the change feed's
 	// pending changes (MySQL, MariaDB; see numberPending).
 	feedUnnumbered atomic.Bool
