@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -308,94 +307,6 @@ func TestChangesReadOnlyUser(t *testing.T) {
 	if got, _ = poll(since2); len(got) != 1 || got[3] != trial.RUNNING {
 		t.Fatalf("a later change: %v, want trial 3 RUNNING", got)
 	}
-}
-
-// TestChangesConcurrentReaders: writers change trials while two readers
-// poll at once, each numbering what it finds pending: each reader sees
-// every trial with its last state, and the numbers never repeat a range.
-func TestChangesConcurrentReaders(t *testing.T) {
-	forEach(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := open(t, b.fresh(t))
-		exp := newExperiment(t, s, "feed")
-		const writers, each = 3, 10
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					tr, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i)}})
-					if err == nil {
-						if err = exp.UpdateStatus(ctx, tr.ID, trial.RUNNING, time.Time{}); err == nil {
-							err = exp.Finish(ctx, tr.ID, storage.TrialOutcome{Status: trial.FAILED, FailureReason: "x"})
-						}
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		seen := [2]map[int]trial.Status{{}, {}}
-		since := [2]int64{}
-		var rg sync.WaitGroup
-		rerrs := make(chan error, 2)
-		for r := range 2 {
-			rg.Add(1)
-			go func() {
-				defer rg.Done()
-				for polling := true; polling; {
-					select {
-					case <-done:
-						polling = false
-					default:
-					}
-					trs, next, err := exp.Changes(ctx, since[r])
-					if err != nil {
-						rerrs <- err
-						return
-					}
-					if next < since[r] && b.name != "postgres" {
-						rerrs <- fmt.Errorf("reader %d: number went back from %d to %d", r, since[r], next)
-						return
-					}
-					since[r] = next
-					for _, tr := range trs {
-						seen[r][tr.ID] = tr.Status
-					}
-				}
-			}()
-		}
-		rg.Wait()
-		close(errs)
-		close(rerrs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		for err := range rerrs {
-			t.Fatal(err)
-		}
-		all, err := exp.Trials(ctx, storage.TrialFilter{})
-		if err != nil || len(all) != writers*each {
-			t.Fatalf("Trials: %d, %v", len(all), err)
-		}
-		for r := range 2 {
-			trs, _ := drain(t, b, s, exp, since[r])
-			for _, tr := range trs {
-				seen[r][tr.ID] = tr.Status
-			}
-			for _, tr := range all {
-				if st, ok := seen[r][tr.ID]; !ok || st != tr.Status {
-					t.Errorf("reader %d: trial %d last seen %v (%v), stored %s", r, tr.ID, st, ok, tr.Status)
-				}
-			}
-		}
-	})
 }
 
 // TestFeedMigrationMySQL: going down to schema version 9 numbers the
