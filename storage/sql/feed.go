@@ -54,20 +54,22 @@ import (
 // bench_feed number S, and the trials with since < bench_seq <= S.
 //
 // Why nothing is missed. (1) A trial is numbered only by a locking UPDATE,
-// which holds the row's lock: it waits for a writer that holds the row
-// and then sees the committed row, so a number is only ever given to a
-// committed change (a change still open is left pending, or waited for).
-// (2) Numbers are taken under bench_feed's row lock, so they grow, and a
-// number commits with the trials it numbered, in one transaction: when a
-// snapshot shows bench_feed at S, every trial numbered S or less is in it
-// (the same holds for the numbers a bench of schema version 9 or older
-// takes as a writer, under the same lock). (3) A change that commits
-// after a reader's snapshot is pending or numbered then, and any later
-// numbering holds the lock after the snapshot's S committed, so it gives a
-// number above S: the next poll (from S) returns it. A change to a trial
-// numbered already sets it pending again, so its last state is numbered
-// again, later. So Changes(since) misses nothing, and returns a change
-// more than once only when a reader could not number it (below).
+// which must hold the row's lock to change it: it waits for a writer that
+// holds the row, or (READ COMMITTED's semi-consistent read) passes over
+// it when the row's last committed version is not pending; either way a
+// number is only ever given to a committed change, and a change still
+// open stays pending. (2) Numbers are taken under bench_feed's row lock,
+// so they grow, and a number commits with the trials it numbered, in one
+// transaction: when a snapshot shows bench_feed at S, every trial
+// numbered S or less is in it (the same holds for the numbers a bench of
+// schema version 9 or older takes as a writer, under the same lock).
+// (3) A change that commits after a reader's snapshot is pending when it
+// commits, and the numbering that numbers it holds the lock after the
+// snapshot's S committed, so it gives a number above S: the next poll
+// (from S) returns it. A change to a trial numbered already sets it
+// pending again, so its last state is numbered again, later. So
+// Changes(since) misses nothing, and returns a change more than once only
+// when a reader could not number it (below).
 //
 // Locks. Writers lock trials' rows, then the experiment's row
 // (insertTrial); a numbering reader locks bench_feed's row, then pending
@@ -75,19 +77,19 @@ import (
 // so the two deadlock only over two trials' rows: the reader holds one it
 // numbered and waits for another that a writer changes, and the writer
 // then changes the first. InnoDB detects it and rolls one of them back;
-// write runs a rolled-back transaction again, a reader's as a writer's. Several readers number one
-// after another (bench_feed's lock), each reading up to its own S. A
-// writer waits for a numbering reader only for a trial the reader holds,
-// for as long as that short transaction lasts; a claim (FOR UPDATE SKIP
-// LOCKED) passes over such a trial for that moment, as over one another
-// claim holds.
+// write runs a rolled-back transaction again, a reader's as a writer's.
+// Several readers number one after another (bench_feed's lock), each
+// reading up to its own S. A writer waits for a numbering reader only for
+// a trial the reader holds, for as long as that short transaction lasts;
+// a claim (FOR UPDATE SKIP LOCKED) passes over such a trial for that
+// moment, as over one another claim holds.
 //
 // A reader that may not write (a user without the UPDATE privilege, a
 // read-only server: mayNotWrite) numbers nothing and returns the pending
 // trials in every poll besides the numbered ones (Store.feedUnnumbered),
 // until a reader that may numbers them. bench_seq and bench_feed are
-// bench's own: mlos_bench neither reads nor writes them, and its trials
-// (pending, NULL) are numbered once by the first reader. The schema is
+// bench's own: mlos_bench never names them, and the trials it inserts
+// (NULL: pending) are numbered once by the first reader. The schema is
 // version 9's; version 10 marks that writers leave changes pending, so
 // that a bench of version 9 (whose reader would not see them) refuses the
 // database instead of missing changes.
