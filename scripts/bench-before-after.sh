@@ -17,6 +17,14 @@
 #   throughput  launcher BenchmarkParallelThroughput/runners=16 (64 trials
 #               of 1 s, SQLite); the new build also with --no-canary
 #
+# STORAGE_CASES (default "sqlite postgres postgres-parallel mysql
+# mysql-parallel") picks the BenchmarkTrial cases; the "-poll" ones
+# (e.g. mysql-poll, mysql-parallel-poll) add a change-feed reader polling
+# as the driver does. BASE_FILES (space-separated paths) are copied from
+# the working tree into the base before it is built, so that both builds
+# run the same benchmark code (e.g. BASE_FILES=storage/sql/bench_test.go
+# for the -poll cases on a base that lacks them).
+#
 # PostgreSQL and MariaDB are started with scripts/testenv (their Debian
 # packages installed if missing) unless BENCH_TEST_PG_URL and
 # BENCH_TEST_MYSQL_URL are set. Output: one line per measurement, then a
@@ -43,6 +51,7 @@ trap cleanup EXIT
 
 echo "building base ($BASE) and new (working tree)..." >&2
 git worktree add --detach "$work/base-src" "$BASE" >/dev/null 2>&1
+for f in ${BASE_FILES:-}; do cp "$f" "$work/base-src/$f"; done
 build() { # $1 = source dir, $2 = name
   (cd "$1" && CGO_ENABLED=0 go build -o "$work/$2-bench" ./cmd/bench &&
     go test -c -o "$work/$2-sql.test" ./storage/sql &&
@@ -92,7 +101,7 @@ for r in $(seq "$ROUNDS"); do
     case $c in
       overhead) for b in $order; do record overhead "$b" "$r" "$(overhead "$b")"; done ;;
       storage)
-        for k in sqlite postgres postgres-parallel mysql mysql-parallel; do
+        for k in ${STORAGE_CASES:-sqlite postgres postgres-parallel mysql mysql-parallel}; do
           for b in $order; do record "storage-$k" "$b" "$r" "$(storagecase "$b" "$k")"; done
         done ;;
       throughput)

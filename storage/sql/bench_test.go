@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"github.com/benchtune/bench/trial"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,10 +63,23 @@ func BenchmarkTrial(b *testing.B) {
 		{"mysql", func(b *testing.B) storage.Config { return freshMySQL(b) }, false},
 		{"mysql-parallel", func(b *testing.B) storage.Config { return freshMySQL(b) }, true},
 	}
+	// The same cases with a reader of the change feed polling as the
+	// driver does (pollOthers: Changes once a second, after a first
+	// Changes(0)), so that work a backend moves from writers to readers
+	// is measured too. BENCH_FEED_POLL sets another interval.
+	for _, bc := range cases[:len(cases):len(cases)] {
+		if !strings.Contains(bc.name, "sync-full") && !strings.Contains(bc.name, "memory") {
+			bc.name += "-poll"
+			cases = append(cases, bc)
+		}
+	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			s := open(b, bc.cfg(b))
 			exp := newExperiment(b, s, "bench")
+			if strings.HasSuffix(bc.name, "-poll") {
+				defer pollFeed(b, exp)()
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			if !bc.parallel {
@@ -81,6 +95,49 @@ func BenchmarkTrial(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// pollFeed starts a reader of exp's change feed that polls every
+// BENCH_FEED_POLL (default 1s, the driver's rate) and returns the function
+// that stops it, reporting its polls and trials read per op.
+func pollFeed(b *testing.B, exp storage.Experiment) func() {
+	every := time.Second
+	if v := os.Getenv("BENCH_FEED_POLL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("BENCH_FEED_POLL=%q: want a positive duration", v)
+		}
+		every = d
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var polls, read int
+	done := make(chan error, 1)
+	go func() {
+		_, since, err := exp.Changes(ctx, 0)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for err == nil {
+			select {
+			case <-ctx.Done():
+				done <- nil
+				return
+			case <-tick.C:
+			}
+			var trs []storage.Trial
+			trs, since, err = exp.Changes(ctx, since)
+			polls++
+			read += len(trs)
+		}
+		done <- err
+	}()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(polls)/float64(b.N), "polls/op")
+		b.ReportMetric(float64(read)/float64(b.N), "read/op")
 	}
 }
 

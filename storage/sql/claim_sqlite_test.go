@@ -100,19 +100,13 @@ func TestInsertTrialAgainAfterRollback(t *testing.T) {
 		rollback := errors.New("rolled back")
 		attempt := func(fail bool) error {
 			return e.s.write(ctx, func(r runner) error {
-				g := e.guessSeq()
-				defer g.release()
-				stamped, err := e.insertTrial(ctx, r, nt, 0, g, false)
-				if err != nil {
+				if err := e.insertTrial(ctx, r, nt, 0, false); err != nil {
 					return err
 				}
 				if fail {
 					return rollback
 				}
-				if stamped {
-					return nil
-				}
-				return e.settleTrial(ctx, r, g, nt.ID)
+				return nil
 			})
 		}
 		if err := attempt(true); !errors.Is(err, rollback) {

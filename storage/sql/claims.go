@@ -136,7 +136,7 @@ func (e *experiment) Claim(ctx context.Context, limit int) ([]storage.Trial, err
 			// ends, then updated.
 			err = r.each(ctx, scanID, pick+e.s.dialect.skipLocked(), e.info.ID, e.s.dialect.ts(now), limit)
 			if err == nil && len(ids) > 0 {
-				_, err = r.exec(ctx, `UPDATE trial SET owner = ?, lease_until = ? WHERE exp_id = ? AND trial_id IN (`+placeholders(len(ids))+`)`,
+				_, err = r.exec(ctx, `UPDATE trial SET owner = ?, lease_until = ?`+e.pendingSet()+` WHERE exp_id = ? AND trial_id IN (`+placeholders(len(ids))+`)`,
 					append([]any{e.owner, e.s.dialect.ts(until), e.info.ID}, ids...)...)
 			}
 		}
@@ -205,7 +205,7 @@ func (e *experiment) Release(ctx context.Context) error {
 		if len(ids) == 0 {
 			return nil
 		}
-		if _, err := r.exec(ctx, `UPDATE trial SET owner = NULL, lease_until = NULL WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`,
+		if _, err := r.exec(ctx, `UPDATE trial SET owner = NULL, lease_until = NULL`+e.pendingSet()+` WHERE exp_id = ? AND owner = ? AND ts_end IS NULL`,
 			e.info.ID, e.owner); err != nil {
 			return fmt.Errorf("storage: release the trials of %q on %q: %w", e.owner, e.info.ID, err)
 		}
@@ -234,10 +234,8 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return nil
 		}
-		g := e.guessSeq()
-		defer g.release()
 		res, err := r.exec(ctx, `UPDATE trial SET stop_requested = COALESCE(stop_requested, ?), bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`,
-			now, e.seqArg(g), e.info.ID, trialID)
+			now, e.seqArg(), e.info.ID, trialID)
 		if err != nil {
 			return fmt.Errorf("storage: request trial %d of %q to stop: %w", trialID, e.info.ID, err)
 		}
@@ -247,7 +245,7 @@ func (e *experiment) RequestStop(ctx context.Context, trialID int) error {
 			}
 			return e.unchanged(ctx, r, trialID, false)
 		}
-		return e.settleTrial(ctx, r, g, trialID)
+		return nil
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -94,9 +95,9 @@ type Store struct {
 	// clock replaces the database's clock for leases (Config.Clock).
 	clock func() time.Time
 
-	// feeds holds, by experiment id, what this process knows of the
-	// experiment's change numbers (*feedState; see guessSeq).
-	feeds sync.Map
+	// feedUnnumbered: this store's user may not number the change feed's
+	// pending changes (MySQL, MariaDB; see numberPending).
+	feedUnnumbered atomic.Bool
 }
 
 var _ storage.Storage = (*Store)(nil)

@@ -31,12 +31,7 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 				return err
 			}
 		}
-		g := e.guessSeq()
-		defer g.release()
-		if stamped, err := e.insertTrial(ctx, r, nt, configID, g, spec.Claim); err != nil || stamped {
-			return err
-		}
-		return e.settleTrial(ctx, r, g, nt.ID)
+		return e.insertTrial(ctx, r, nt, configID, spec.Claim)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -96,17 +91,10 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		return storage.Trial{}, err
 	}
 	err = e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
-		if _, err := e.finishTrial(ctx, r, fin, g, false); err != nil {
+		if err := e.finishTrial(ctx, r, fin); err != nil {
 			return err
 		}
-		// The experiment's lock (insertTrial) before the feed's; one
-		// change number for both trials (on SQLite one each).
-		if stamped, err := e.insertTrial(ctx, r, nt, 0, g, false, fin.trialID); err != nil || stamped {
-			return err
-		}
-		return e.settle(ctx, r, g, "trial_id IN (?, ?)", fin.trialID, nt.ID)
+		return e.insertTrial(ctx, r, nt, 0, false)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -169,36 +157,30 @@ func (e *experiment) planTrial(ctx context.Context, spec storage.TrialSpec) (*st
 	return tr, nil
 }
 
-// insertTrial stores a planned trial, setting its id and config id, and
-// gives it (and the trials also, changed earlier in the transaction) the
-// experiment's next change number as its last step: on SQLite and
-// PostgreSQL in the INSERT (seqExpr); on MySQL and MariaDB the insert of
-// its status history takes it (takeAndStamp). stamped reports whether
-// they have the number from takeAndStamp; when not (on SQLite and
-// PostgreSQL, where settling does nothing, or no bench_feed row yet), the
-// caller settles them.
-func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, configID int64, g *guess, locked bool, also ...int) (stamped bool, err error) {
+// insertTrial stores a planned trial, setting its id and config id, with
+// its change number (seqExpr: on MySQL and MariaDB none yet, pending).
+func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Trial, configID int64, locked bool) (err error) {
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
 	if !locked {
 		var exp string
 		err = r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
 		if errors.Is(err, dbsql.ErrNoRows) {
-			return false, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+			return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 		}
 		if err != nil {
-			return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+			return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 		}
 	}
 	tr.ConfigID = configID // > 0: stored or found by this transaction already (checkClaim)
 	if configID <= 0 {
 		if tr.ConfigID, err = e.configID(ctx, r, tr.ConfigHash, tr.Params); err != nil {
-			return false, err
+			return err
 		}
 	}
 	var last dbsql.NullInt64
 	if err := r.queryRow(ctx, `SELECT MAX(trial_id) FROM trial WHERE exp_id = ?`, e.info.ID).Scan(&last); err != nil {
-		return false, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
 	}
 	tr.ID = max(e.info.FirstTrialID, 1)
 	if last.Valid {
@@ -213,13 +195,13 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	}
 	if tr.RetryOf > 0 {
 		if tr.RetryOf, err = e.originalTrial(ctx, r, tr.RetryOf); err != nil {
-			return false, err
+			return err
 		}
 		retry = tr.RetryOf
 	}
 	if tr.ReusedFrom != nil {
 		if err := e.trialExists(ctx, r, *tr.ReusedFrom); err != nil {
-			return false, err
+			return err
 		}
 		reusedExp, reusedTrial = tr.ReusedFrom.ExperimentID, tr.ReusedFrom.TrialID
 	}
@@ -227,37 +209,27 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	cols := `exp_id, trial_id, config_id, trial_runner_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 	args := []any{e.info.ID, tr.ID, tr.ConfigID, runner, e.s.dialect.ts(ts), tr.Status.String(),
-		owner, lease, retry, reusedExp, reusedTrial, e.seqArg(g)}
+		owner, lease, retry, reusedExp, reusedTrial, e.seqArg()}
 	if e.s.layout.noTrialRunner {
 		cols = `exp_id, trial_id, config_id, ts_start, status,
 		owner, lease_until, retry_of, reused_exp_id, reused_trial_id, bench_seq`
 		args = slices.Delete(args, 3, 4)
 	}
-	if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqValue()+`)`, args...); err != nil {
-		return false, fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
+	if _, err := r.exec(ctx, `INSERT INTO trial (`+cols+`) VALUES (`+placeholders(len(args)-1)+`, `+e.seqExpr()+`)`, args...); err != nil {
+		return fmt.Errorf("storage: new trial %d of %q: %w", tr.ID, e.info.ID, err)
 	}
 	rows := make([][]any, 0, len(tr.Metadata))
 	for _, k := range sortedKeys(tr.Metadata) {
 		rows = append(rows, []any{e.info.ID, tr.ID, k, tr.Metadata[k]})
 	}
 	if err := r.insertRows(ctx, "trial_param", []string{"exp_id", "trial_id", "param_id", "param_value"}, rows, ""); err != nil {
-		return false, err
+		return err
 	}
 	statuses := []trial.Status{trial.PENDING}
 	if tr.Status == trial.RUNNING {
 		statuses = append(statuses, trial.RUNNING)
 	}
-	// The status history last: its insert takes the change number.
-	ids := append([]any{tr.ID}, anys(also)...)
-	return e.history(ctx, r, tr.ID, ts, g, "trial_id IN ("+placeholders(len(ids))+")", ids, statuses...)
-}
-
-func anys[T any](s []T) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
+	return e.addHistory(ctx, r, tr.ID, ts, statuses...)
 }
 
 // originalTrial returns the first trial of the retry chain trialID is in
@@ -394,30 +366,6 @@ func (e *experiment) insertConfig(ctx context.Context, r runner, hash string) (i
 	return res.LastInsertId()
 }
 
-// history is addHistory, and with stamp set (a condition on table trial,
-// with stampArgs) the insert also takes the experiment's next change
-// number and gives it to the trials stamp selects (takeAndStamp): it must
-// then be the transaction's last statement. stamped reports whether it
-// did.
-func (e *experiment) history(ctx context.Context, r runner, trialID int, ts time.Time, g *guess, stamp string, stampArgs []any, statuses ...trial.Status) (stamped bool, err error) {
-	if stamp == "" || !e.takesSeq() {
-		return false, e.addHistory(ctx, r, trialID, ts, statuses...)
-	}
-	q := "INSERT INTO trial_status (exp_id, trial_id, ts, status) VALUES "
-	args := make([]any, 0, 4*len(statuses))
-	for i, row := range e.historyRows(trialID, ts, statuses) {
-		if i > 0 {
-			q += ", "
-		}
-		q += "(?, ?, ?, ?)"
-		args = append(args, row...)
-	}
-	if stamped, err = e.takeAndStamp(ctx, r, q+e.s.historyConflict(), args, g, stamp, stampArgs...); err != nil {
-		return false, fmt.Errorf("storage: status history of trial %d of %q: %w", trialID, e.info.ID, err)
-	}
-	return stamped, nil
-}
-
 // historyRows are the rows of trial_status for status changes at ts.
 func (e *experiment) historyRows(trialID int, ts time.Time, statuses []trial.Status) [][]any {
 	rows := make([][]any, len(statuses))
@@ -486,10 +434,8 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
 		q, args := `UPDATE trial SET bench_seq = `+e.seqExpr()+`, trial_runner_id = ? WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{e.seqArg(g), runnerID, e.info.ID, trialID}, condArgs...)
+			append([]any{e.seqArg(), runnerID, e.info.ID, trialID}, condArgs...)
 		if e.s.layout.noTrialRunner {
 			// No trial_runner_id column (mlos_bench adds it): the same checks.
 			q, args = `UPDATE trial SET bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond, slices.Delete(args, 1, 2)
@@ -504,7 +450,7 @@ func (e *experiment) SetTrialRunner(ctx context.Context, trialID, runnerID int) 
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, g, trialID)
+		return nil
 	})
 }
 
@@ -514,10 +460,8 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 	}
 	cond, condArgs := e.owned()
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
 		res, err := r.exec(ctx, `UPDATE trial SET engine = ?, engine_job = ?, engine_request = ?, engine_submits = ?, bench_seq = `+e.seqExpr()+` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
+			append([]any{job.Engine, job.Ref, job.Request, job.Submits, e.seqArg(), e.info.ID, trialID}, condArgs...)...)
 		if err != nil {
 			return fmt.Errorf("storage: record the engine job of trial %d of %q: %w", trialID, e.info.ID, err)
 		}
@@ -527,7 +471,7 @@ func (e *experiment) SetJob(ctx context.Context, trialID int, job storage.Engine
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		return e.settleTrial(ctx, r, g, trialID)
+		return nil
 	})
 }
 
@@ -542,13 +486,11 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 	}
 	ts = normTime(ts)
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
 		q := `UPDATE trial SET status = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-		args := []any{status.String(), e.seqArg(g), e.info.ID, trialID}
+		args := []any{status.String(), e.seqArg(), e.info.ID, trialID}
 		if status == trial.RUNNING {
 			q = `UPDATE trial SET status = ?, ts_start = ?, bench_seq = ` + e.seqExpr() + ` WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`
-			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(g), e.info.ID, trialID}
+			args = []any{status.String(), e.s.dialect.ts(ts), e.seqArg(), e.info.ID, trialID}
 		}
 		cond, condArgs := e.owned()
 		res, err := r.exec(ctx, q+cond, append(args, condArgs...)...)
@@ -561,10 +503,7 @@ func (e *experiment) UpdateStatus(ctx context.Context, trialID int, status trial
 			}
 			return e.unchanged(ctx, r, trialID, true)
 		}
-		if stamped, err := e.history(ctx, r, trialID, ts, g, "trial_id = ?", []any{trialID}, status); err != nil || stamped {
-			return err
-		}
-		return e.settleTrial(ctx, r, g, trialID)
+		return e.addHistory(ctx, r, trialID, ts, status)
 	})
 }
 
@@ -576,12 +515,7 @@ func (e *experiment) Finish(ctx context.Context, trialID int, out storage.TrialO
 		return err
 	}
 	return e.s.write(ctx, func(r runner) error {
-		g := e.guessSeq()
-		defer g.release()
-		if stamped, err := e.finishTrial(ctx, r, fin, g, true); err != nil || stamped {
-			return err
-		}
-		return e.settleTrial(ctx, r, g, trialID)
+		return e.finishTrial(ctx, r, fin)
 	})
 }
 
@@ -632,40 +566,33 @@ func (e *experiment) planFinish(trialID int, out storage.TrialOutcome) (*finish,
 	return fin, nil
 }
 
-// finishTrial stores a planned outcome; with stamp set, its last
-// statement gives the trial the experiment's next change number
-// (takeAndStamp), and stamped reports whether it did (when not, the
-// caller settles it).
-func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish, g *guess, stamp bool) (stamped bool, err error) {
+// finishTrial stores a planned outcome.
+func (e *experiment) finishTrial(ctx context.Context, r runner, fin *finish) error {
 	trialID, ts := fin.trialID, fin.ts
 	cond, condArgs := e.owned()
 	res, err := r.exec(ctx, `UPDATE trial SET status = ?, ts_end = ?, failure_reason = ?, owner = NULL, lease_until = NULL, bench_seq = `+e.seqExpr()+`
 		WHERE exp_id = ? AND trial_id = ? AND ts_end IS NULL`+cond,
-		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(g), e.info.ID, trialID}, condArgs...)...)
+		append([]any{fin.status.String(), e.s.dialect.ts(ts), fin.reason, e.seqArg(), e.info.ID, trialID}, condArgs...)...)
 	if err != nil {
-		return false, fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
+		return fmt.Errorf("storage: finish trial %d of %q: %w", trialID, e.info.ID, err)
 	}
 	if ok, err := affected(res); err != nil || !ok {
 		if err != nil {
-			return false, err
+			return err
 		}
-		return false, e.unchanged(ctx, r, trialID, true)
+		return e.unchanged(ctx, r, trialID, true)
 	}
 	if err := r.insertRows(ctx, "trial_result", []string{"exp_id", "trial_id", "metric_id", "metric_value"}, fin.results, ""); err != nil {
-		return false, err
+		return err
 	}
 	if err := e.insertTelemetry(ctx, r, fin.telemetry); err != nil {
-		return false, err
+		return err
 	}
 	if err := r.insertRows(ctx, "trial_output", []string{"exp_id", "trial_id", "seq", "phase", "env_name", "line", "command",
 		"exit_code", "stdout", "stderr", "truncated", "timed_out", "ts_start", "duration_ns"}, fin.output, ""); err != nil {
-		return false, err
+		return err
 	}
-	// The status history last: its insert takes the change number.
-	if !stamp {
-		return false, e.addHistory(ctx, r, trialID, ts, fin.status)
-	}
-	return e.history(ctx, r, trialID, ts, g, "trial_id = ?", []any{trialID}, fin.status)
+	return e.addHistory(ctx, r, trialID, ts, fin.status)
 }
 
 // storedValue is the column value of a result or telemetry value: its
