@@ -248,6 +248,13 @@ var errNothingPending = errors.New("no change waits for a number")
 // (without it, its first numbering, or an experiment mlos_bench created,
 // creates it, once whoever numbers at the same time).
 func (e *experiment) numberPending(ctx context.Context, feedRow bool) error {
+	if e.s.readOnly {
+		// A command that only reads (storage.Config.ReadOnly) writes
+		// nothing, numbers included: it reads the waiting changes in every
+		// poll, as a user who may not write does.
+		e.s.feedUnnumbered.Store(true)
+		return nil
+	}
 	q, args := "", []any{}
 	if !feedRow {
 		q, args = `INSERT INTO bench_feed (exp_id, seq) VALUES (?, 0)`+e.s.dialect.ignoreDup("exp_id")+`; `, []any{e.info.ID}

@@ -249,7 +249,7 @@ func TestChangesReadOnlyUser(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = s.DB().Exec(fmt.Sprintf(`DROP USER '%s'@'%%'`, user)) })
 	ro := cfg
-	ro.Username, ro.Password, ro.ReadOnly, ro.NoCreate = user, password, true, true
+	ro.Username, ro.Password, ro.NoCreate = user, password, true // not ReadOnly: the privileges refuse the write
 	var logs logBuffer
 	ro.Logger = logs.logger()
 	// A reader that may write numbers the three trials first.
@@ -313,6 +313,53 @@ func TestChangesReadOnlyUser(t *testing.T) {
 // pending changes (a version-9 reader reads only numbered ones), and a
 // version-9 numbering (a writer's, from bench_feed) is read by a reader
 // of version 10 after going up again.
+// TestChangesReadOnlyStoreWritesNothing: a store opened for a command
+// that only reads (storage.Config.ReadOnly) numbers nothing, even as a
+// user who may write: it reads the waiting changes in every poll, and
+// they stay waiting for a reader that runs the experiment.
+func TestChangesReadOnlyStoreWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	cfg := freshMySQL(t)
+	s := open(t, cfg)
+	exp := newExperiment(t, s, "feed")
+	for i := range 2 {
+		mustTrial(t, exp, map[string]string{"x": fmt.Sprint(i)})
+	}
+	ro := cfg
+	ro.ReadOnly, ro.NoCreate = true, true
+	rs := open(t, ro)
+	rexp, err := rs.LoadExperiment(ctx, "feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int {
+		t.Helper()
+		var n int
+		if err := s.DB().QueryRow(`SELECT COUNT(*) FROM trial WHERE exp_id = 'feed' AND bench_seq IS NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 2 {
+		trs, _, err := rexp.Changes(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(trs) != 2 {
+			t.Fatalf("read-only Changes(0) = %d trials, want 2", len(trs))
+		}
+		if n := pending(); n != 2 {
+			t.Fatalf("%d trials wait for a number after a read-only poll, want 2 (it wrote)", n)
+		}
+	}
+	if _, _, err := exp.Changes(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("%d trials wait for a number after a writable reader polled, want 0", n)
+	}
+}
+
 func TestFeedMigrationMySQL(t *testing.T) {
 	ctx := context.Background()
 	s, exp, since := mysqlFeed(t, nil, 2)
