@@ -7,6 +7,7 @@ import (
 	dbsql "database/sql"
 	"encoding/hex"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -300,5 +301,33 @@ func TestOwnTrialsNeverSetOthers(t *testing.T) {
 	}
 	if len(ts) != 7 || retries != 1 {
 		t.Errorf("%d trials stored (%d retries), want 5 suggestions, a retry and the other process's trial", len(ts), retries)
+	}
+}
+
+// Every trial the dispatcher stores must be noted by d.added, or
+// detectOthers takes it for another process's (and the driver falls back
+// to reading everything from storage): no file of the package but coord.go
+// logs an added trial itself (logAdded), and every file that stores a
+// trial (NewTrial) notes it.
+func TestTrialsAddedThroughAdded(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(b)
+		if f != "coord.go" && f != "mloslog.go" && strings.Contains(src, "logAdded(") {
+			t.Errorf("%s logs an added trial itself: call d.added(t) (coord.go) so that detectOthers knows it", f)
+		}
+		if stores, notes := strings.Count(src, ".NewTrial("), strings.Count(src, "d.added("); stores > notes {
+			t.Errorf("%s stores %d trials (NewTrial) and notes %d (d.added)", f, stores, notes)
+		}
 	}
 }

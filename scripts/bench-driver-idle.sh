@@ -11,7 +11,9 @@
 #   scripts/bench-driver-idle.sh [benchtime, default 20x]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=$(go test -count=1 ./schedulers/ -run '^$' -bench 'BenchmarkDriverIdlePoll' -benchtime "${1:-20x}" 2>/dev/null | grep '^BenchmarkDriverIdlePoll/')
+bt=${1:-20x}
+[[ $bt =~ ^[0-9]+$ ]] && bt=${bt}x # a bare count of iterations, as the docs write it
+out=$(go test -count=1 ./schedulers/ -run '^$' -bench 'BenchmarkDriverIdlePoll' -benchtime "$bt" 2>/dev/null | grep '^BenchmarkDriverIdlePoll/')
 echo "$out"
 echo "$out" | awk '
   /\/scan/ { scan = $3 }
