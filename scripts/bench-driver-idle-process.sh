@@ -7,8 +7,8 @@
 #
 # ROUNDS (default 3) rounds of SECONDS (default 20) of idling per build.
 # BASES (default "482b609 8a9213d": main before issue 22's work, and main
-# before detectOthers read the change feed) are built in temporary git
-# worktrees; "new" is the working tree. Each build seeds its own SQLite
+# before detectOthers read the change feed; "" for none) are built in
+# temporary git worktrees; "new" is the working tree. Each build seeds its own SQLite
 # file with 10,000 finished trials (MockEnv, MockOptimizer: no process per
 # trial), once; each round copies it and resumes the experiment with a
 # budget of one more trial, whose script sleeps longer than the round. Once
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
 SECS=${2:-20}
-BASES=${3:-482b609 8a9213d}
+BASES=${3-482b609 8a9213d}
 root=$(pwd)
 work=$(mktemp -d /tmp/bench-driver-idle.XXXXXX)
 pids=()
@@ -95,6 +95,9 @@ J
   a=$(cputicks "$pid")
   sleep "$SECS"
   b=$(cputicks "$pid")
+  # Interrupted as by Ctrl-C: bench stops the trial's processes too.
+  kill -INT "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   awk -v a="$a" -v b="$b" -v hz="$hz" -v s="$SECS" 'BEGIN { printf "%.2f\n", (b - a) * 1000 / hz / s }'
