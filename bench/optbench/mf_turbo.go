@@ -169,9 +169,9 @@ func newMFTurbo(inner mfProposer, gf *mfGPFid, opt mfTurboOpt, seed int64) *mfTu
 	return t
 }
 
-// better reports whether y beats ref by TuRBO's relative margin (any
+// trBetter reports whether y beats ref by TuRBO's relative margin (any
 // value beats a missing one).
-func better(y, ref float64, ok bool) bool {
+func trBetter(y, ref float64, ok bool) bool {
 	return !ok || y < ref-1e-3*math.Abs(ref)
 }
 
@@ -187,7 +187,7 @@ func (t *mfTurbo) observe(x tunables.Point, rung int, r, y float64) error {
 		if t.opt.own {
 			ref, have = t.regs[j].best[r]
 		}
-		t.regs[j].count(better(y, ref, have), t.opt.failTol)
+		t.regs[j].count(trBetter(y, ref, have), t.opt.failTol)
 		if t.regs[j].side < trMinSide {
 			t.restart(j)
 		}
@@ -259,8 +259,8 @@ func (t *mfTurbo) propose(running []tunables.Point) (tunables.Point, error) {
 	return x, nil
 }
 
-// dist is the Euclidean distance of a and b.
-func dist(a, b tunables.Point) float64 {
+// trDist is the Euclidean distance of a and b.
+func trDist(a, b tunables.Point) float64 {
 	s := 0.0
 	for i := range a {
 		s += (a[i] - b[i]) * (a[i] - b[i])
@@ -268,10 +268,10 @@ func dist(a, b tunables.Point) float64 {
 	return math.Sqrt(s)
 }
 
-// near reports whether x is within trDistinct of one of ps.
-func near(x tunables.Point, ps []tunables.Point) bool {
+// trNear reports whether x is within trDistinct of one of ps.
+func trNear(x tunables.Point, ps []tunables.Point) bool {
 	for _, p := range ps {
-		if dist(x, p) < trDistinct {
+		if trDist(x, p) < trDistinct {
 			return true
 		}
 	}
@@ -301,13 +301,13 @@ func (t *mfTurbo) centres(pred []float64) {
 			if !own {
 				c := 0
 				for a := range cs {
-					if dist(x, cs[a]) < dist(x, cs[c]) {
+					if trDist(x, cs[a]) < trDist(x, cs[c]) {
 						c = a
 					}
 				}
 				j = who[c]
 			}
-			if t.regs[j].centre == "" || (k != t.regs[j].centre && near(x, t.tabu)) {
+			if t.regs[j].centre == "" || (k != t.regs[j].centre && trNear(x, t.tabu)) {
 				continue
 			}
 			if bestI[j] < 0 || pred[i] < pred[bestI[j]] {
@@ -346,7 +346,7 @@ func (t *mfTurbo) centres(pred []float64) {
 		}
 		others = append(others, t.tabu...)
 		for _, i := range idx {
-			if x := t.seen[t.order[i]]; !near(x, others) {
+			if x := t.seen[t.order[i]]; !trNear(x, others) {
 				g.centre = t.order[i]
 				break
 			}

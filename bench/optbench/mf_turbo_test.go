@@ -120,7 +120,7 @@ func TestMFTurboProposal(t *testing.T) {
 			for a := range m.regs {
 				for b := range a {
 					ca, cb := m.seen[m.regs[a].centre], m.seen[m.regs[b].centre]
-					if ca == nil || cb == nil || dist(ca, cb) < trDistinct {
+					if ca == nil || cb == nil || trDist(ca, cb) < trDistinct {
 						t.Errorf("regions %d and %d: centres %v and %v not distinct", a, b, ca, cb)
 					}
 				}
@@ -223,7 +223,7 @@ func TestMFTurboAdapt(t *testing.T) {
 	if _, err := m.propose(nil); err != nil {
 		t.Fatal(err)
 	}
-	if c := m.seen[m.regs[0].centre]; c == nil || dist(c, m.tabu[0]) < trDistinct {
+	if c := m.seen[m.regs[0].centre]; c == nil || trDist(c, m.tabu[0]) < trDistinct {
 		t.Fatalf("new centre %v within %v of the collapsed one %v", c, trDistinct, m.tabu[0])
 	}
 
