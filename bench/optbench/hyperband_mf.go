@@ -247,6 +247,10 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
+	method, tro, ok := mfSplitTurbo(method) // -turboP, -trmM, -trown, -trfF: mf_turbo.go
+	if !ok || (tro.frac > 0 && strings.Contains(method, "-loc")) {
+		return mfTrace{}, fmt.Errorf("-mf method %q: -turboP needs 1 <= P <= 100, -trmM 1 <= M <= %d, -trfF 1 <= F <= 100, each once, with -turboP and without -locP", method, trMaxRegs)
+	}
 	method, pro, ok := mfSplitProp(method) // -locP, -boxW: mf_prop.go
 	if !ok {
 		return mfTrace{}, fmt.Errorf("-mf method %q: -locP needs 1 <= P <= 100, -boxW 1 <= W <= 100 and -locP", method)
@@ -298,6 +302,12 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 			return mfTrace{}, fmt.Errorf("-mf method %q: -locP needs a gp-fid proposer", method)
 		}
 		prop = newMFLocal(prop, gf, pro, seed)
+	}
+	if tro.frac > 0 {
+		if gf == nil {
+			return mfTrace{}, fmt.Errorf("-mf method %q: -turboP needs a gp-fid proposer", method)
+		}
+		prop = newMFTurbo(prop, gf, tro, seed) // mf_turbo.go
 	}
 	configs := map[int]tunables.Point{}
 	if opt.model {
