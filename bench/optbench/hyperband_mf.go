@@ -255,6 +255,10 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if !ok {
 		return mfTrace{}, fmt.Errorf("-mf method %q: -locP needs 1 <= P <= 100, -boxW 1 <= W <= 100 and -locP", method)
 	}
+	method, po, ok := mfSplitPromo(method) // -waitK, -firstK, -upN: mf_promo.go
+	if !ok {
+		return mfTrace{}, fmt.Errorf("-mf method %q: -waitK and -firstK need K >= 1 (not both), -upN N >= 2, each once", method)
+	}
 	method, bnd := mfSplitBound(method) // -oracle, -etaN: mf_bound.go
 	cfg := hyperband.Config{Min: p.min, Max: p.max, Eta: bnd.eta(3), Integer: true}
 	var prop mfProposer
@@ -319,10 +323,11 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	// At a free runner: the planner's best promotion, else a new
 	// configuration from the proposer in the planner's next bracket (or
 	// where the start rule puts it).
+	promote := mfPromote(pl, po, mfPromoRanker(opt, gf, lce, configs), configs) // mf_promo.go
 	next := func(running []tunables.Point) (hyperband.Job[int], error) {
-		j, ok := pl.Promotion()
-		if ok {
-			return j, nil
+		j, ok, err := promote()
+		if ok || err != nil {
+			return j, err
 		}
 		b, _ := pl.NextBracket()
 		x, err := prop.propose(running)
