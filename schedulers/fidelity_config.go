@@ -13,6 +13,7 @@ import (
 
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/decode"
 	"github.com/benchtune/bench/internal/suggest"
 	"github.com/benchtune/bench/schedulers/hyperband"
 	"github.com/benchtune/bench/tunables"
@@ -180,25 +181,16 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 			bad(ref.Child(key), "fidelity.%s is required (a number)", key)
 			return 0, false
 		}
-		var x float64
-		switch n := v.(type) {
-		case int64:
-			x = float64(n)
-		case int:
-			x = float64(n)
-		case float64:
-			x = n
-		case string:
-			var err error
-			if x, err = strconv.ParseFloat(strings.TrimSpace(n), 64); err != nil {
+		x, isNum := decode.Float(v)
+		if !isNum {
+			if n, isText := v.(string); isText {
 				bad(ref.Child(key), "fidelity.%s must be a number, got %q", key, n)
-				return 0, false
+			} else {
+				bad(ref.Child(key), "fidelity.%s must be a number, got %v", key, configs.PyStr(v))
 			}
-		default:
-			bad(ref.Child(key), "fidelity.%s must be a number, got %v", key, configs.PyStr(v))
 			return 0, false
 		}
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+		if math.IsInf(x, 0) {
 			bad(ref.Child(key), "fidelity.%s must be a finite number, got %v", key, configs.PyStr(v))
 			return 0, false
 		}
@@ -254,7 +246,7 @@ func decodeFidelity(cfg, globals map[string]any, cref source.Ref, out *Config) [
 	choice("start", &f.Start, fmt.Sprintf("%q (the first rung of a Hyperband bracket), %q (full fidelity when the optimizer's model is confident, else a bracket) or %q (the fidelity the optimizer's cost-aware acquisition chooses)",
 		StartBracket, StartModel, StartAcquisition), StartBracket, StartModel, StartAcquisition)
 	if v, ok := m["start_confidence"]; ok {
-		if c, isNum := number(v); !isNum || !(c > 0 && c < 1) {
+		if c, isNum := decode.Float(v); !isNum || !(c > 0 && c < 1) {
 			bad(ref.Child("start_confidence"), "fidelity.start_confidence must be a number between 0 and 1 (exclusive), got %v", configs.PyStr(v))
 		} else {
 			f.StartConfidence = c
@@ -351,26 +343,4 @@ func tunOf(tun *tunables.Groups, name string) *tunables.Tunable {
 		return nil
 	}
 	return tun.Get(name)
-}
-
-// number reads a JSON number (or numeric text, as from a --fidelity
-// global).
-func number(v any) (float64, bool) {
-	var x float64
-	switch n := v.(type) {
-	case int64:
-		x = float64(n)
-	case int:
-		x = float64(n)
-	case float64:
-		x = n
-	case string:
-		var err error
-		if x, err = strconv.ParseFloat(strings.TrimSpace(n), 64); err != nil {
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	return x, !math.IsNaN(x) && !math.IsInf(x, 0)
 }
