@@ -65,9 +65,7 @@ func (o *Optimizer) Basins() ([]Basin, error) {
 	if o.g == nil || o.theta == nil {
 		return nil, errRefineModel
 	}
-	saved := o.rng
-	o.rng = rand.New(rand.NewPCG(uint64(o.hist.Len()), 0x626173696e73))
-	defer func() { o.rng = saved }()
+	defer o.ownRNG(0x626173696e73)()
 	g := o.g
 	d := o.sp.Len()
 	step := make([]float64, d) // 0 where the coordinate does not move
@@ -279,9 +277,7 @@ func (o *Optimizer) ExploreOutside(center tunables.Point, radius, thr float64) (
 	if o.g == nil || o.theta == nil {
 		return nil, errRefineModel
 	}
-	saved := o.rng
-	o.rng = rand.New(rand.NewPCG(uint64(o.hist.Len()), 0x6578706c6f7265))
-	defer func() { o.rng = saved }()
+	defer o.ownRNG(0x6578706c6f7265)()
 	g := o.g
 	d := o.sp.Len()
 	score := func(p tunables.Point) float64 {
@@ -367,9 +363,7 @@ func (o *Optimizer) ThompsonPoint() (tunables.Point, error) {
 	if o.g == nil {
 		return nil, errRefineModel
 	}
-	saved := o.rng
-	o.rng = rand.New(rand.NewPCG(uint64(o.hist.Len()), 0x74686f6d70))
-	defer func() { o.rng = saved }()
+	defer o.ownRNG(0x74686f6d70)()
 	d := o.sp.Len()
 	var pts []tunables.Point
 	qmc := o.quasiRandom(tsRandomCandidates, d)

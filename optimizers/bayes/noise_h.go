@@ -39,9 +39,7 @@ func (o *Optimizer) SearchSettled(factor float64) bool {
 	}
 	// The test draws from a generator of its own, so that asking it does
 	// not change what the search suggests next.
-	saved := o.rng
-	o.rng = rand.New(rand.NewPCG(uint64(o.hist.Len()), 0x736574746c6564))
-	defer func() { o.rng = saved }()
+	defer o.ownRNG(0x736574746c6564)()
 	p := o.maximizeAcq(g, func(key string) bool {
 		_, seen := o.hist.Lookup(key)
 		return seen
@@ -137,4 +135,14 @@ func StagedSplit(n, stages int) []int {
 		done += out[i]
 	}
 	return out
+}
+
+// ownRNG makes the optimizer draw from a generator of its own, seeded by
+// the number of observations and salt, until the returned function is
+// called (deferred), with o.mu held: a question asked of the model
+// (SearchSettled, Basins, ...) then leaves the next suggestion unchanged.
+func (o *Optimizer) ownRNG(salt uint64) (restore func()) {
+	saved := o.rng
+	o.rng = rand.New(rand.NewPCG(uint64(o.hist.Len()), salt))
+	return func() { o.rng = saved }
 }
