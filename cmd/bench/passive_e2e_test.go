@@ -263,6 +263,10 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 	}
 	submit(2, "give it without --failed or --skip", "1", "--step", "1", "--failed", "x")
 	submit(2, `metric "score": "abc" is not a number; nothing stored`, "1", "--step", "1", "score=abc")
+	submit(2, `invalid argument "x" for "--step" flag: the step must be a whole number >= 0`, "1", "--step", "x", "score=1")
+	submit(2, `invalid argument "-1" for "--step" flag: the step must be a whole number >= 0`, "1", "--step", "-1", "score=1")
+	submit(2, "--step 1 needs the intermediate results as METRIC=VALUE (e.g. --step 1 loss=0.5)", "1", "--step", "1")
+	submit(2, `"score" is not metric=value (e.g. --step 3 loss=0.5); nothing stored`, "1", "--step", "1", "score")
 	submit(0, "stored progress of trial 1 of experiment PP at step 1: score=1; the trial still waits for its result", "1", "--step", "1", "score=1")
 	submit(0, "stored trial 1 of experiment PP: SUCCEEDED score=1", "1", "score=1")
 	waitText(t, "trial 2 shown", fileText(log), "── trial 2 of experiment PP")
@@ -279,6 +283,10 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 	}
 	if s := runBench(t, dir, "show", "2", "--experiment", "PP"); !strings.Contains(s.stdout, "pruned") {
 		t.Errorf("bench show 2 should say the trial was pruned:\n%s", s.stdout)
+	}
+	// --format json lists each progress row with its step (docs/progress.md).
+	if s := runBench(t, dir, "show", "2", "--experiment", "PP", "--format", "json"); !strings.Contains(s.stdout, `"step": 1`) {
+		t.Errorf("bench show 2 --format json should list the report's step:\n%s", s.stdout)
 	}
 	// Each report is stored once, though bench submit stored it and the
 	// scheduler's progress storage was handed it again.
