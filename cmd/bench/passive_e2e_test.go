@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/internal/testenv"
+	"github.com/benchtune/bench/storage"
 )
 
 // passiveExperiment writes a benchmark run by hand: an environment with
@@ -303,5 +305,46 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 		if n != want {
 			t.Errorf("trial %d: %d progress rows stored, want %d", id, n, want)
 		}
+	}
+}
+
+// TestSubmitRefusesTrialNotRunByHand: a trial that no passive bench has
+// shown (a script's trial left unfinished by an interrupted run, or one
+// not shown yet) has no hand-run record: bench submit refuses a result
+// and a progress report for it (exit 1) and stores nothing, where it used
+// to finish the script's trial with a made-up result.
+func TestSubmitRefusesTrialNotRunByHand(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, storage.Config{DriverName: "sqlite", Database: filepath.Join(dir, "bench.sqlite")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, _, err := st.Experiment(ctx, storage.ExperimentInfo{ID: "S", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, running := range []bool{false, true} {
+		if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "1"}, Running: running}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	submit := submitter(t, dir, "S")
+	for _, id := range []string{"1", "2"} {
+		submit(1, "is not waiting for a hand-run result: no bench --passive has shown it", id, "score=1")
+		submit(1, "nothing stored", id, "--step", "1", "score=1")
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var finished, tel int
+	if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM trial WHERE ts_end IS NOT NULL), (SELECT COUNT(*) FROM trial_telemetry)`).Scan(&finished, &tel); err != nil {
+		t.Fatal(err)
+	}
+	if finished != 0 || tel != 0 {
+		t.Errorf("%d trials finished and %d telemetry rows stored, want none", finished, tel)
 	}
 }

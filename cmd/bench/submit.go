@@ -91,6 +91,14 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 			case t.Job == nil && t.Owner != "" && t.Status == trial.RUNNING:
 				return exitWith(exitFailed, fmt.Errorf("trial %d of experiment %s is running in bench process %s, not by hand; bench submit is for trials of the passive runner (bench stop %s %d stops it)",
 					id, args[0], t.Owner, args[0], id))
+			case t.Job == nil:
+				// Every trial a passive bench shows is recorded as a job
+				// of the passive engine before it is shown; one without
+				// is run by a script (interrupted, it runs again on
+				// resume) or not shown yet: a result given here would be
+				// made up.
+				return exitWith(exitFailed, fmt.Errorf("trial %d of experiment %s (%s) is not waiting for a hand-run result: no bench --passive has shown it; bench submit is for trials of the passive runner; nothing stored",
+					id, args[0], t.Status))
 			}
 			if stepSet {
 				// An intermediate result: stored with the trial, which
