@@ -19,9 +19,23 @@
 # machine's load average is printed at the start and the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() { sed -n '/^#   scripts/p' "$0" | sed 's/^#   /usage: /'; }
+case ${1:-} in -h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -le 3 ] || { usage >&2; exit 2; }
 ROUNDS=${1:-3}
 SECS=${2:-20}
 BASES=${3-482b609 8a9213d}
+# Checked before anything is built (a minute or more per build).
+if ! [[ $ROUNDS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench-driver-idle-process: ROUNDS and SECONDS must be whole numbers >= 1, got '$ROUNDS' '$SECS'" >&2
+  usage >&2
+  exit 2
+fi
+for b in $BASES; do
+  git rev-parse -q --verify "$b^{commit}" >/dev/null ||
+    { echo "bench-driver-idle-process: BASES: '$b' is not a revision of this repository" >&2; exit 2; }
+done
+command -v sqlite3 >/dev/null || { echo "bench-driver-idle-process: needs the sqlite3 command (apt-get install sqlite3)" >&2; exit 2; }
 root=$(pwd)
 work=$(mktemp -d /tmp/bench-driver-idle.XXXXXX)
 pids=()

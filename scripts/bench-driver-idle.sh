@@ -11,9 +11,22 @@
 #   scripts/bench-driver-idle.sh [benchtime, default 20x]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() { echo "usage: scripts/bench-driver-idle.sh [BENCHTIME]   (default 20x: N or Nx iterations, or a duration such as 10s)"; }
+case ${1:-} in -h | --help) usage; exit 0 ;; esac
+[ $# -le 1 ] || { usage >&2; exit 2; }
 bt=${1:-20x}
 [[ $bt =~ ^[0-9]+$ ]] && bt=${bt}x # a bare count of iterations, as the docs write it
-out=$(go test -count=1 ./schedulers/ -run '^$' -bench 'BenchmarkDriverIdlePoll' -benchtime "$bt" 2>/dev/null | grep '^BenchmarkDriverIdlePoll/')
+if ! [[ $bt =~ ^[1-9][0-9]*x$ || $bt =~ ^[0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h)$ ]]; then
+  echo "bench-driver-idle: BENCHTIME must be a count (20, 20x) or a duration (10s), got '$bt'" >&2
+  usage >&2
+  exit 2
+fi
+# go test's own output is shown when it fails or gives no results (a
+# build error, a failing benchmark), not swallowed.
+raw=$(go test -count=1 ./schedulers/ -run '^$' -bench 'BenchmarkDriverIdlePoll' -benchtime "$bt" 2>&1) ||
+  { echo "$raw" >&2; echo "bench-driver-idle: go test failed" >&2; exit 1; }
+out=$(echo "$raw" | grep '^BenchmarkDriverIdlePoll/') ||
+  { echo "$raw" >&2; echo "bench-driver-idle: no BenchmarkDriverIdlePoll results" >&2; exit 1; }
 echo "$out"
 echo "$out" | awk '
   /\/scan/ { scan = $3 }

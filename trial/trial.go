@@ -90,7 +90,8 @@ type Output struct {
 }
 
 // MarshalJSON writes numbers as JSON numbers, and NaN and infinities (which
-// JSON cannot hold) as the strings "nan", "inf" and "-inf".
+// JSON cannot hold) as the strings "nan", "inf" and "-inf"; a progress
+// report's step is kept (bench show --format json lists it).
 func (t Telemetry) MarshalJSON() ([]byte, error) {
 	v := t.Value
 	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
@@ -107,5 +108,6 @@ func (t Telemetry) MarshalJSON() ([]byte, error) {
 		Ts     time.Time `json:"ts"`
 		Metric string    `json:"metric"`
 		Value  any       `json:"value"`
-	}{t.Ts, t.Metric, v})
+		Step   *int64    `json:"step,omitempty"`
+	}{t.Ts, t.Metric, v, t.Step})
 }

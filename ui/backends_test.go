@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	dbsql "database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -189,5 +190,119 @@ func TestMlosBenchDatabase(t *testing.T) {
 	raw.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'bench_feed'`).Scan(&n)
 	if n != 0 {
 		t.Error("the mlos_bench database was changed (bench_feed created)")
+	}
+}
+
+// TestReadOnlyMySQLPollsSteady: a read-only dashboard on MySQL/MariaDB
+// numbers no change (it writes nothing), so its store returns the changes
+// waiting for a number in every poll; the dashboard counts a trial as
+// changed only when it differs from the one it holds: the version moves
+// once when a trial finishes, then stays, so that an open page does not
+// fetch and swap in the live part at every poll for ever.
+func TestReadOnlyMySQLPollsSteady(t *testing.T) {
+	cfg, err := storage.ParseURL(testenv.Get(t, "BENCH_TEST_MYSQL_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr = cfg.Username, cfg.Password, "tcp", fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := dbsql.OpenDB(conn)
+	t.Cleanup(func() { db.Close() })
+	cfg.Database = freshDatabase(t, db, "")
+	ctx := context.Background()
+	w, err := storage.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixtureOn(t, w)
+	for i := 0; i < 3; i++ {
+		f.add(t, true)
+	}
+	running := f.add(t, false)
+	rcfg := cfg
+	rcfg.ReadOnly = true
+	r, err := storage.Open(ctx, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	srv := httptest.NewServer(New(r, Options{Log: quiet}))
+	defer srv.Close()
+	type changes struct {
+		Seq     int64 `json:"seq"`
+		Version int64 `json:"version"`
+	}
+	poll := func(since int64) changes {
+		t.Helper()
+		code, body := get(t, srv, fmt.Sprintf("/e/exp-1/changes?since=%d", since))
+		var c changes
+		if code != 200 || json.Unmarshal([]byte(body), &c) != nil {
+			t.Fatalf("changes: %d %s", code, body)
+		}
+		return c
+	}
+	if code, page := get(t, srv, "/e/exp-1"); code != 200 {
+		t.Fatalf("experiment page: %d\n%s", code, page)
+	}
+	// Nobody has numbered this experiment's changes (no driver polled), so
+	// the dashboard has no feed number yet and reads every trial again
+	// each second: the finish is seen within a second or so.
+	c0 := poll(0)
+	f.finish(t, running)
+	c1 := c0
+	for deadline := time.Now().Add(time.Minute); c1.Version == c0.Version; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a finished trial did not change the version: %+v", c0)
+		}
+		c1 = poll(c0.Seq)
+	}
+	// Then nothing changes: polls across several re-reads keep the version.
+	for i := 0; i < 3; i++ {
+		time.Sleep(1100 * time.Millisecond) // past the once-a-second re-read
+		if c := poll(c1.Seq); c.Version != c1.Version {
+			t.Fatalf("poll %d with nothing changed moved the version: %+v then %+v", i+1, c1, c)
+		}
+	}
+	// A feed number (a writing reader, as a driver whose experiment has
+	// other processes, numbers the waiting changes): the read-only
+	// dashboard then reads the still-waiting changes in every poll, and
+	// they are not changes either.
+	wexp, err := w.LoadExperiment(ctx, "exp-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wexp.Changes(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	late := f.add(t, false)
+	f.finish(t, late)
+	c2 := c1
+	for deadline := time.Now().Add(time.Minute); c2.Version == c1.Version; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a trial finished after the numbering did not change the version: %+v", c1)
+		}
+		c2 = poll(c1.Seq)
+	}
+	if c2.Seq == 0 {
+		t.Fatalf("the dashboard should have the feed's number by now: %+v", c2)
+	}
+	for i := 0; i < 3; i++ {
+		if c := poll(c2.Seq); c.Version != c2.Version {
+			t.Fatalf("poll %d after the numbering with nothing changed moved the version: %+v then %+v", i+1, c2, c)
+		}
+	}
+	var pending int
+	if err := db.QueryRow("SELECT COUNT(*) FROM " + cfg.Database + ".trial WHERE bench_seq IS NULL").Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending == 0 {
+		t.Errorf("the read-only dashboard numbered the waiting changes (it should write nothing)")
+	}
+	if _, live := get(t, srv, "/e/exp-1/live"); fmt.Sprint(chartMarks(t, live)["trace"]) != "[5 5]" {
+		t.Errorf("after the running trials finished the trace has %v marks, want [5 5]", chartMarks(t, live)["trace"])
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -199,22 +200,38 @@ func (c *expCache) refresh(ctx context.Context, st storage.Storage) error {
 		if err != nil {
 			return err
 		}
-		c.trials = make(map[int]storage.Trial, len(ts))
+		fresh := make(map[int]storage.Trial, len(ts))
 		for _, t := range ts {
-			c.trials[t.ID] = t
+			fresh[t.ID] = t
 		}
+		// Without a feed (an mlos_bench database, or an experiment whose
+		// changes nobody has numbered yet, read by a read-only store) the
+		// trials are read again each second: a change only if they differ.
+		same := c.trials != nil && reflect.DeepEqual(c.trials, fresh)
+		c.trials = fresh
 		c.seq, c.noFeed, c.loadedAt = seq, seq == 0, time.Now()
-		c.changed()
+		if !same {
+			c.changed()
+		}
 	case !c.noFeed:
 		ts, seq, err := c.exp.Changes(ctx, c.seq)
 		if err != nil {
 			return err
 		}
 		c.seq = seq
+		// Only a trial that differs from the one held is a change: a
+		// read-only store on MySQL/MariaDB returns the changes waiting
+		// for a number in every poll (storage/sql feed.go), and counting
+		// them again would render the live part anew at every poll of
+		// every open page, a finished experiment's too.
+		changed := false
 		for _, t := range ts {
+			if old, ok := c.trials[t.ID]; !ok || !reflect.DeepEqual(old, t) {
+				changed = true
+			}
 			c.trials[t.ID] = t
 		}
-		if len(ts) > 0 {
+		if changed {
 			c.changed()
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/internal/testenv"
+	"github.com/benchtune/bench/storage"
 )
 
 // passiveExperiment writes a benchmark run by hand: an environment with
@@ -263,6 +265,10 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 	}
 	submit(2, "give it without --failed or --skip", "1", "--step", "1", "--failed", "x")
 	submit(2, `metric "score": "abc" is not a number; nothing stored`, "1", "--step", "1", "score=abc")
+	submit(2, `invalid argument "x" for "--step" flag: the step must be a whole number >= 0`, "1", "--step", "x", "score=1")
+	submit(2, `invalid argument "-1" for "--step" flag: the step must be a whole number >= 0`, "1", "--step", "-1", "score=1")
+	submit(2, "--step 1 needs the intermediate results as METRIC=VALUE (e.g. --step 1 loss=0.5)", "1", "--step", "1")
+	submit(2, `"score" is not metric=value (e.g. --step 3 loss=0.5); nothing stored`, "1", "--step", "1", "score")
 	submit(0, "stored progress of trial 1 of experiment PP at step 1: score=1; the trial still waits for its result", "1", "--step", "1", "score=1")
 	submit(0, "stored trial 1 of experiment PP: SUCCEEDED score=1", "1", "score=1")
 	waitText(t, "trial 2 shown", fileText(log), "── trial 2 of experiment PP")
@@ -280,6 +286,10 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 	if s := runBench(t, dir, "show", "2", "--experiment", "PP"); !strings.Contains(s.stdout, "pruned") {
 		t.Errorf("bench show 2 should say the trial was pruned:\n%s", s.stdout)
 	}
+	// --format json lists each progress row with its step (docs/progress.md).
+	if s := runBench(t, dir, "show", "2", "--experiment", "PP", "--format", "json"); !strings.Contains(s.stdout, `"step": 1`) {
+		t.Errorf("bench show 2 --format json should list the report's step:\n%s", s.stdout)
+	}
 	// Each report is stored once, though bench submit stored it and the
 	// scheduler's progress storage was handed it again.
 	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
@@ -295,5 +305,46 @@ func TestPassiveProgressEndToEnd(t *testing.T) {
 		if n != want {
 			t.Errorf("trial %d: %d progress rows stored, want %d", id, n, want)
 		}
+	}
+}
+
+// TestSubmitRefusesTrialNotRunByHand: a trial that no passive bench has
+// shown (a script's trial left unfinished by an interrupted run, or one
+// not shown yet) has no hand-run record: bench submit refuses a result
+// and a progress report for it (exit 1) and stores nothing, where it used
+// to finish the script's trial with a made-up result.
+func TestSubmitRefusesTrialNotRunByHand(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, storage.Config{DriverName: "sqlite", Database: filepath.Join(dir, "bench.sqlite")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, _, err := st.Experiment(ctx, storage.ExperimentInfo{ID: "S", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, running := range []bool{false, true} {
+		if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": "1"}, Running: running}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	submit := submitter(t, dir, "S")
+	for _, id := range []string{"1", "2"} {
+		submit(1, "is not waiting for a hand-run result: no bench --passive has shown it", id, "score=1")
+		submit(1, "nothing stored", id, "--step", "1", "score=1")
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var finished, tel int
+	if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM trial WHERE ts_end IS NOT NULL), (SELECT COUNT(*) FROM trial_telemetry)`).Scan(&finished, &tel); err != nil {
+		t.Fatal(err)
+	}
+	if finished != 0 || tel != 0 {
+		t.Errorf("%d trials finished and %d telemetry rows stored, want none", finished, tel)
 	}
 }

@@ -61,8 +61,8 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 			if stepSet && (failedSet || skipSet) {
 				return exitWith(exitUsage, errors.New("--step stores an intermediate result: give it without --failed or --skip"))
 			}
-			if stepSet && step < 0 {
-				return exitWith(exitUsage, fmt.Errorf("--step must be a whole number >= 0, got %d", step))
+			if stepSet && len(words) == 0 {
+				return exitWith(exitUsage, fmt.Errorf("--step %d needs the intermediate results as METRIC=VALUE (e.g. --step %d loss=0.5)", step, step))
 			}
 			if !failedSet && !skipSet && len(words) == 0 {
 				return exitWith(exitUsage, errors.New("give the trial's results as METRIC=VALUE (e.g. score=1.23), or --failed REASON, or --skip [REASON]"))
@@ -91,12 +91,20 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 			case t.Job == nil && t.Owner != "" && t.Status == trial.RUNNING:
 				return exitWith(exitFailed, fmt.Errorf("trial %d of experiment %s is running in bench process %s, not by hand; bench submit is for trials of the passive runner (bench stop %s %d stops it)",
 					id, args[0], t.Owner, args[0], id))
+			case t.Job == nil:
+				// Every trial a passive bench shows is recorded as a job
+				// of the passive engine before it is shown; one without
+				// is run by a script (interrupted, it runs again on
+				// resume) or not shown yet: a result given here would be
+				// made up.
+				return exitWith(exitFailed, fmt.Errorf("trial %d of experiment %s (%s) is not waiting for a hand-run result: no bench --passive has shown it; bench submit is for trials of the passive runner; nothing stored",
+					id, args[0], t.Status))
 			}
 			if stepSet {
 				// An intermediate result: stored with the trial, which
 				// keeps waiting; the bench waiting for it hands it to the
 				// scheduler (early stopping) as it finds it.
-				values, err := passive.ProgressValues(words)
+				values, err := passive.ProgressValuesLike(words, "--step 3 loss=0.5")
 				if err != nil {
 					return exitWith(exitUsage, fmt.Errorf("trial %d of experiment %s: %w; nothing stored", id, args[0], err))
 				}
@@ -143,7 +151,7 @@ hand; 2 bad usage, an unknown experiment or trial, or a result refused.`,
 	cmd.Flags().StringVar(&failed, "failed", "", "mark the trial FAILED with this reason")
 	cmd.Flags().StringVar(&skip, "skip", "", "skip the trial, with an optional reason: stored CANCELED (\"skipped by hand: REASON\"); the optimizer does not see it")
 	cmd.Flags().Lookup("skip").NoOptDefVal = " "
-	cmd.Flags().Int64Var(&step, "step", 0, "store METRIC=VALUE... as an intermediate result (progress) at this step; the trial keeps waiting")
+	cmd.Flags().Var(stepFlag{&step}, "step", "store METRIC=VALUE... as an intermediate result (progress) at this step (a whole number >= 0); the trial keeps waiting")
 	sf.addStorageOnly(cmd)
 	return cmd
 }
@@ -177,3 +185,25 @@ func outcomeText(out trial.Outcome) string {
 	}
 	return msg
 }
+
+// stepFlag is --step: a whole number >= 0, refused with a message that
+// says so (not strconv's "invalid syntax").
+type stepFlag struct{ v *int64 }
+
+func (s stepFlag) Set(text string) error {
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n < 0 {
+		return errors.New("the step must be a whole number >= 0 (e.g. --step 3 loss=0.5)")
+	}
+	*s.v = n
+	return nil
+}
+
+func (s stepFlag) String() string {
+	if s.v == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*s.v, 10)
+}
+
+func (s stepFlag) Type() string { return "int" }

@@ -131,12 +131,19 @@ func ParseProgress(text string) (p trial.Progress, ok bool, err error) {
 // (commas between them allowed): every value a finite number, at least
 // one metric, no target required.
 func ProgressValues(words []string) (map[string]any, error) {
-	res, err := pairs(words, "(e.g. "+ProgressExample+")")
+	return ProgressValuesLike(words, ProgressExample)
+}
+
+// ProgressValuesLike is ProgressValues with another example in its
+// messages: bench submit's "--step 3 loss=0.5" instead of the prompt's
+// "progress 3 loss=0.5".
+func ProgressValuesLike(words []string, example string) (map[string]any, error) {
+	res, err := pairs(words, "(e.g. "+example+")")
 	if err != nil {
 		return nil, err
 	}
 	if len(res) == 0 {
-		return nil, fmt.Errorf("%w: no metric given (e.g. %s)", ErrRefused, ProgressExample)
+		return nil, fmt.Errorf("%w: no metric given (e.g. %s)", ErrRefused, example)
 	}
 	return res, nil
 }
