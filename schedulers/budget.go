@@ -263,7 +263,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 				return err
 			}
 			d.aheadLeft++
-			d.added(t)
+			s.logAdded(t)
 			continue
 		}
 		local--
@@ -279,7 +279,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			if err != nil {
 				return err
 			}
-			d.added(t)
+			s.logAdded(t)
 			it := d.itemFor(t)
 			it.sugID = sg.ID
 			d.queue = append(d.queue, it)

@@ -317,7 +317,7 @@ func (d *dispatch) fidelityFeed(ctx context.Context, need int) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		d.added(t)
+		d.s.logAdded(t)
 		n++
 	}
 	return n, nil
