@@ -43,7 +43,7 @@ func writeProgress(w io.Writer, tel []storage.Telemetry) []storage.Telemetry {
 		names = append(names, m)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(w, "\nProgress (%d reports):\n", len(reports))
+	fmt.Fprintf(w, "\nProgress (%s):\n", plural(len(reports), "report"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  step\ttime\t%s\n", strings.Join(names, "\t"))
 	for _, r := range reports {
