@@ -41,6 +41,15 @@ func TestPagesPostgres(t *testing.T) {
 }
 
 func TestPagesMySQL(t *testing.T) {
+	cfg, _ := freshMySQL(t)
+	testPagesOn(t, cfg)
+}
+
+// freshMySQL is a storage config for a database of its own on the test
+// MySQL/MariaDB server (BENCH_TEST_MYSQL_URL), dropped after the test,
+// and a connection to that server.
+func freshMySQL(t *testing.T) (storage.Config, *dbsql.DB) {
+	t.Helper()
 	cfg, err := storage.ParseURL(testenv.Get(t, "BENCH_TEST_MYSQL_URL"))
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +63,7 @@ func TestPagesMySQL(t *testing.T) {
 	db := dbsql.OpenDB(conn)
 	t.Cleanup(func() { db.Close() })
 	cfg.Database = freshDatabase(t, db, "")
-	testPagesOn(t, cfg)
+	return cfg, db
 }
 
 // freshDatabase creates a database of its own on a test server and drops
@@ -212,19 +221,7 @@ func TestMlosBenchDatabase(t *testing.T) {
 // once when a trial finishes, then stays, so that an open page does not
 // fetch and swap in the live part at every poll for ever.
 func TestReadOnlyMySQLPollsSteady(t *testing.T) {
-	cfg, err := storage.ParseURL(testenv.Get(t, "BENCH_TEST_MYSQL_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc := mysql.NewConfig()
-	mc.User, mc.Passwd, mc.Net, mc.Addr = cfg.Username, cfg.Password, "tcp", fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
-	conn, err := mysql.NewConnector(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dbsql.OpenDB(conn)
-	t.Cleanup(func() { db.Close() })
-	cfg.Database = freshDatabase(t, db, "")
+	cfg, db := freshMySQL(t)
 	ctx := context.Background()
 	w, err := storage.Open(ctx, cfg)
 	if err != nil {
