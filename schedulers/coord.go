@@ -17,6 +17,10 @@ type coordState struct {
 	// polls storage for their outcomes.
 	others   bool
 	lastPoll time.Time // pollOthers' last scan
+	// busy is set when pollOthers last found other processes' trials
+	// unfinished (or queued for workers to claim): with nothing running
+	// here, tick then polls at every tick, not once a second.
+	busy bool
 	// feedSeq is the storage change feed's number this process has read
 	// up to (pollOthers reads the trials changed since).
 	feedSeq int64
@@ -181,8 +185,11 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	others := false
+	others, busy := false, false
 	for _, t := range pending {
+		if t.Owner == "" && !t.StopRequested {
+			busy = true // queued for workers
+		}
 		if t.Owner != "" && t.Owner != s.o.Owner {
 			others = true
 			if trial.TakeOver(t.Owner, s.o.Owner, false) {
@@ -216,5 +223,6 @@ func (d *dispatch) pollOthers(ctx context.Context) error {
 		}
 	}
 	d.others = others || len(d.waiting) > 0
+	d.busy = busy || d.others
 	return nil
 }

@@ -265,6 +265,11 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 	if len(d.queue) > 0 || len(d.waiting) > 0 || d.deferredLeft() || d.fidelityMore() {
 		return true, nil
 	}
+	if s.cfg.DriverOnly && !s.o.Worker && d.notDone() && d.stopErr == nil {
+		// Only workers run trials: wait for them to come (tick polls).
+		d.others = true
+		return true, nil
+	}
 	pending, err := s.exp.PendingTrials(ctx)
 	if err != nil {
 		return false, err
@@ -287,11 +292,6 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 			d.others = true
 			return true, nil
 		}
-	}
-	if s.cfg.DriverOnly && d.notDone() && d.stopErr == nil {
-		// Only workers run trials: wait for them to come.
-		d.others = true
-		return true, nil
 	}
 	return false, nil
 }
@@ -348,7 +348,12 @@ func (d *dispatch) tick(ctx context.Context) error {
 			}
 		}
 	}
-	if d.others && !s.o.Worker && (now.Sub(d.lastPoll) >= time.Second || len(d.running) == 0) {
+	// With nothing running here and other processes' trials under way,
+	// their outcomes are what the driver waits for: poll at every tick.
+	// Otherwise (a driver whose network workers have not connected) once
+	// a second is enough: network workers' outcomes come back through
+	// their runners, not the feed.
+	if d.others && !s.o.Worker && (now.Sub(d.lastPoll) >= time.Second || len(d.running) == 0 && d.busy) {
 		d.lastPoll = now
 		if err := d.pollOthers(ctx); err != nil {
 			return err

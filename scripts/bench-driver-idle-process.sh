@@ -17,6 +17,10 @@
 # CPU per second of idling, start-up excluded. Output: one line per
 # measurement, then the median per build and its ratio to "new". The
 # machine's load average is printed at the start and the end.
+# IDLE_MODE=serve measures instead a driver that serves network workers
+# and runs no trial itself (bench run --serve 127.0.0.1:0 --no-local-trials)
+# with none connected: nothing runs, nothing is queued; SECONDS count from
+# when it says it is serving.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { sed -n '/^#   scripts/p' "$0" | sed 's/^#   /usage: /'; }
@@ -25,6 +29,8 @@ case ${1:-} in -h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^#
 ROUNDS=${1:-3}
 SECS=${2:-20}
 BASES=${3-482b609 8a9213d}
+MODE=${IDLE_MODE:-trial}
+[[ $MODE == trial || $MODE == serve ]] || { echo "bench-driver-idle-process: IDLE_MODE must be 'trial' (default) or 'serve', got '$MODE'" >&2; exit 2; }
 # Checked before anything is built (a minute or more per build).
 if ! [[ $ROUNDS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]]; then
   echo "bench-driver-idle-process: ROUNDS and SECONDS must be whole numbers >= 1, got '$ROUNDS' '$SECS'" >&2
@@ -91,17 +97,22 @@ idle() { # $1 = build; prints CPU ms per second of idling
 {"name": "idle", "class": "mlos_bench.environments.local.LocalEnv", "include_tunables": ["tunables.jsonc"],
  "config": {"tunable_params": ["idle"], "run": ["touch $d/started", "sleep $((SECS + 60))"]}}
 J
+  local serving=()
+  if [ "$MODE" = serve ]; then
+    echo "idle-bench-token-0123456789abcdef" > "$d/token"
+    serving=(--serve 127.0.0.1:0 --token-file "$d/token" --no-local-trials)
+  fi
   (cd "$d" && exec "$work/$1-bench" --environment "idle-env-$1.jsonc" --optimizer opt-10001.jsonc --config-path "$cfg" \
-    --experiment_id idle --storage "$(storage "$d/db.sqlite")" --no-reuse \
+    --experiment_id idle --storage "$(storage "$d/db.sqlite")" --no-reuse "${serving[@]}" \
     --no-progress --log_level WARNING > out 2> err) &
   local pid=$!
   pids+=("$pid")
   local waited=0
-  until [ -e "$d/started" ]; do
+  until [ -e "$d/started" ] || { [ "$MODE" = serve ] && grep -qs 'serving experiment' "$d/err"; }; do
     sleep 0.2
     waited=$((waited + 1))
     if [ "$waited" -gt 600 ] || ! kill -0 "$pid" 2>/dev/null; then
-      echo "$1: the long trial did not start" >&2; cat "$d/err" >&2; exit 1
+      echo "$1: the long trial did not start (or, IDLE_MODE=serve, the driver did not serve)" >&2; cat "$d/err" >&2; exit 1
     fi
   done
   sleep 2 # settle after the trial's start
@@ -117,7 +128,7 @@ J
   awk -v a="$a" -v b="$b" -v hz="$hz" -v s="$SECS" 'BEGIN { printf "%.2f\n", (b - a) * 1000 / hz / s }'
 }
 
-echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "idling: $MODE; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 out=$work/results
 : > "$out"
 set -- $builds
