@@ -1,7 +1,6 @@
 package sshpool
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,12 +12,12 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/benchtune/bench/engines"
 	"github.com/benchtune/bench/internal/testenv"
+	"github.com/benchtune/bench/internal/testutil"
 )
 
 // The test binary doubles as a fake bench for upload_bench: run as
@@ -644,22 +643,7 @@ func TestResubmitAfterRestart(t *testing.T) {
 }
 
 // logBuffer captures slog output for a test.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ testutil.SyncBuffer }
 
 func (l *logBuffer) count(sub string) int { return strings.Count(l.String(), sub) }
 

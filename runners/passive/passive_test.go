@@ -8,12 +8,12 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/benchtune/bench/internal/testutil"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/services"
 	"github.com/benchtune/bench/storage"
@@ -88,24 +88,6 @@ func TestPassiveCommand(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestPassiveConsole(t *testing.T) {
 	var b bytes.Buffer
 	c := NewConsole(&b)
@@ -168,7 +150,7 @@ func TestPassiveDesk(t *testing.T) {
 	}
 	in, typer := io.Pipe()
 	defer typer.Close()
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	desk := NewDesk(owned, storage.Targets(exp.Info().Objectives), Options{In: in, Out: out, Poll: 10 * time.Millisecond,
 		Command: "run --level $level"})
 	runners := desk.Runners(2)
@@ -256,9 +238,7 @@ func TestPassiveDesk(t *testing.T) {
 		if r = <-results; r.out.Status != tc.status || !strings.HasPrefix(r.out.FailureReason, tc.reason) {
 			t.Errorf("cancel with %v: %+v", tc.cause, r.out)
 		}
-		out.mu.Lock()
-		out.b.Reset()
-		out.mu.Unlock()
+		out.Reset()
 	}
 	// Input ends: no more prompt.
 	typer.Close()
@@ -279,7 +259,7 @@ func TestPassiveRecoverAndFinishedBeforeShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	desk := NewDesk(exp, targets, Options{Out: out, Poll: 10 * time.Millisecond})
 	r := desk.Runners(1)[0].(schedulers.Recoverer)
 	done := make(chan trial.Outcome, 1)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchtune/bench/internal/testutil"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
@@ -85,7 +86,7 @@ func TestPassiveProgress(t *testing.T) {
 	}
 	in, typer := io.Pipe()
 	defer typer.Close()
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	desk := NewDesk(owned, storage.Targets(exp.Info().Objectives), Options{In: in, Out: out, Poll: 10 * time.Millisecond})
 	var (
 		mu  sync.Mutex

@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -14,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/benchtune/bench/internal/armfake"
 	"github.com/benchtune/bench/internal/azfilesfake"
+	"github.com/benchtune/bench/internal/testutil"
 	"github.com/benchtune/bench/services"
 )
 
@@ -30,30 +29,13 @@ const (
 
 // captureLogs sends slog's output at debug level to a buffer for the
 // test's duration.
-func captureLogs(t *testing.T) *syncBuffer {
+func captureLogs(t *testing.T) *testutil.SyncBuffer {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &testutil.SyncBuffer{}
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { slog.SetDefault(old) })
 	return buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newAuth(t *testing.T, cfg map[string]any) *AuthService {

@@ -1,15 +1,14 @@
 package ssh
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/benchtune/bench/internal/testenv"
+	"github.com/benchtune/bench/internal/testutil"
 	"github.com/benchtune/bench/services"
 )
 
@@ -87,22 +86,7 @@ func sh(t *testing.T, e sshEnv, script ...string) string {
 }
 
 // syncBuffer is a goroutine-safe buffer that can wait for content.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ testutil.SyncBuffer }
 
 func (s *syncBuffer) waitFor(t *testing.T, sub string, d time.Duration) {
 	t.Helper()

@@ -1,7 +1,6 @@
 package sql
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	dbsql "database/sql"
@@ -12,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/benchtune/bench/internal/testenv"
+	"github.com/benchtune/bench/internal/testutil"
 	"github.com/benchtune/bench/storage"
 )
 
@@ -162,22 +161,7 @@ func open(t testing.TB, cfg storage.Config) *Store {
 }
 
 // logBuffer collects log output safely from several goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ testutil.SyncBuffer }
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
