@@ -248,16 +248,7 @@ func noiseBRestartFlags(fs *flag.FlagSet) {
 // reported configuration, of the last minimiser and the lowest true value
 // measured.
 func restartRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (float64, float64, float64, error) {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
-	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
-	newOpt := func(s int64) (*bayes.Optimizer, error) {
-		o, err := bayes.New(p.dims, bayes.Options{Seed: s, MaxTrials: budget})
-		if err != nil {
-			return nil, err
-		}
-		o.SetNoise(nil, true)
-		return o, nil
-	}
+	rng, truth, newOpt := twoSearches(p, seed, budget)
 	o, err := newOpt(seed)
 	if err != nil {
 		return 0, 0, 0, err
@@ -284,16 +275,7 @@ func restartRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) 
 		return nil
 	}
 	search := func(q *bayes.Optimizer, n int, also ...*bayes.Optimizer) error {
-		for range n {
-			pts, err := q.Suggest(1, nil)
-			if err != nil {
-				return err
-			}
-			if err := measure(pts[0], append([]*bayes.Optimizer{q}, also...)...); err != nil {
-				return err
-			}
-		}
-		return nil
+		return suggestN(q, n, func(x tunables.Point) error { return measure(x, append([]*bayes.Optimizer{q}, also...)...) })
 	}
 	if err := search(o, s1); err != nil {
 		return 0, 0, 0, err
@@ -512,16 +494,7 @@ func noiseBTwinFlags(fs *flag.FlagSet) {
 
 // twinRun is refineRun for -basin-twin.
 func twinRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (float64, float64, float64, error) {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
-	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
-	newOpt := func(s int64) (*bayes.Optimizer, error) {
-		o, err := bayes.New(p.dims, bayes.Options{Seed: s, MaxTrials: budget})
-		if err != nil {
-			return nil, err
-		}
-		o.SetNoise(nil, true)
-		return o, nil
-	}
+	rng, truth, newOpt := twoSearches(p, seed, budget)
 	o, err := newOpt(seed)
 	if err != nil {
 		return 0, 0, 0, err
@@ -547,16 +520,7 @@ func twinRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (fl
 		return q.Observe(ob)
 	}
 	run := func(q *bayes.Optimizer, n int) error {
-		for range n {
-			pts, err := q.Suggest(1, nil)
-			if err != nil {
-				return err
-			}
-			if err := measureTo(q, pts[0]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return suggestN(q, n, func(x tunables.Point) error { return measureTo(q, x) })
 	}
 	if err := run(o, basinTwin); err != nil {
 		return 0, 0, 0, err
@@ -576,4 +540,36 @@ func twinRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (fl
 	}
 	measure := func(x tunables.Point) error { return measureTo(o, x) }
 	return stagedRun(o, rc, budget, search, measure, truth, func() float64 { return bestTrue }, func(x tunables.Point) { basinNote(p, sigma, seed, x) })
+}
+
+// twoSearches is what the variants that run a second, independent search
+// (restartRun, twinRun) start from: the run's noise source, the true value
+// of a point, and a maker of noise-aware optimizers of the run's budget
+// (one per search, each with its own seed).
+func twoSearches(p problem, seed int64, budget int) (*rand.Rand, func(tunables.Point) float64, func(int64) (*bayes.Optimizer, error)) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e6f697365))
+	truth := func(x tunables.Point) float64 { return p.f(x)[0] }
+	newOpt := func(s int64) (*bayes.Optimizer, error) {
+		o, err := bayes.New(p.dims, bayes.Options{Seed: s, MaxTrials: budget})
+		if err != nil {
+			return nil, err
+		}
+		o.SetNoise(nil, true)
+		return o, nil
+	}
+	return rng, truth, newOpt
+}
+
+// suggestN runs n steps of q's search: one suggestion each, measured.
+func suggestN(q *bayes.Optimizer, n int, measure func(tunables.Point) error) error {
+	for range n {
+		pts, err := q.Suggest(1, nil)
+		if err != nil {
+			return err
+		}
+		if err := measure(pts[0]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
