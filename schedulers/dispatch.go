@@ -289,7 +289,7 @@ func (d *dispatch) more(ctx context.Context) (bool, error) {
 	}
 	for _, t := range pending {
 		if t.Owner != s.o.Owner {
-			d.others = true
+			d.others, d.busy = true, true // tick polls at every tick
 			return true, nil
 		}
 	}

@@ -120,3 +120,77 @@ func TestServeDriverIdleReadsFeedOncePerSecond(t *testing.T) {
 		t.Errorf("stats %+v: the worker's outcomes are this driver's own", st)
 	}
 }
+
+// A driver whose trials a storage-sharing worker runs (bench worker) still
+// reads the change feed at every tick while that worker holds a trial: the
+// outcome comes through the feed only, and is recorded at the first tick
+// after it was stored.
+func TestDriverPollsFeedEachTickWhileWorkerRuns(t *testing.T) {
+	const tick = 200 * time.Millisecond
+	fake := clock.NewFake(time.Now())
+	ticks, onTick := hookSignal()
+	var changes, pending atomic.Int64
+	p := newPar(t, filepath.Join(t.TempDir(), "db.sqlite"), Config{ExperimentID: "e", Parallel: true, DriverOnly: true}, 1, "",
+		map[string]any{"optimizer_type": "RANDOM", "max_suggestions": int64(1)}, Options{Clock: fake, Tick: tick, onTick: onTick},
+		func(context.Context, environments.Params) environments.Result {
+			t.Error("a trial ran on the local runner with local trials off")
+			return environments.Result{Status: trial.FAILED}
+		})
+	ctx := context.Background()
+	worker := p.exp.WithOwner("elsewhere.example:1:ffff", 30*time.Second)
+	if err := worker.RegisterWorker(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(p.sched.cfg, p.sched.runners, p.sched.opt, readCounter{p.exp, &changes, &pending}, p.sched.o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Start(ctx) }()
+	fake.WaitTickers(2)
+	step := func() {
+		t.Helper()
+		drainHook(ticks)
+		fake.Advance(tick)
+		select {
+		case <-ticks:
+		case err := <-errc:
+			t.Fatalf("the driver ended while the worker's trial ran: %v", err)
+		case <-time.After(hookSafety):
+			t.Fatalf("no tick handled at %v", fake.Now())
+		}
+	}
+	step() // the driver queues a trial for the worker
+	got, err := worker.Claim(ctx, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("the worker claimed %v (%v), want the trial queued for it", got, err)
+	}
+	id := got[0].ID
+	if err := worker.UpdateStatus(ctx, id, trial.RUNNING, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	c0 := changes.Load()
+	const n = 10
+	for range n {
+		step()
+	}
+	if reads := changes.Load() - c0; reads != n {
+		t.Errorf("%d change-feed reads in %d ticks while the worker ran a trial, want one a tick", reads, n)
+	}
+	if err := worker.Finish(ctx, id, storage.TrialOutcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 3.0}}); err != nil {
+		t.Fatal(err)
+	}
+	// One tick: the driver reads the outcome, its budget is spent, it ends.
+	fake.Advance(tick)
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hookSafety):
+		t.Fatal("the driver did not record the worker's outcome at the next tick")
+	}
+	if ts := trials(t, p.exp); len(ts) != 1 || ts[0].Status != trial.SUCCEEDED {
+		t.Fatalf("trials: %+v", ts)
+	}
+}
