@@ -94,7 +94,8 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 			cands = append(cands, cand{p, a.value(p)})
 		}
 	}
-	for range nRandomCandidates {
+	nRandom, nStarts := o.acqEffort() // acqdiag.go
+	for range nRandom {
 		add(o.pin(o.sp.Random(o.rng)))
 	}
 	scales := []float64{0.005, 0.02, 0.08, 0.3}
@@ -110,7 +111,7 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 	best := cands[0]
 	started := map[string]bool{}
 	for _, c := range cands {
-		if len(started) >= nRefineStarts {
+		if len(started) >= nStarts {
 			break
 		}
 		key := space.Key(c.p)
