@@ -150,45 +150,50 @@ func benchAcqDiag(w io.Writer, cfg config, probs []problem) error {
 	return nil
 }
 
-// -acq-effort R,S (an experiment): every GP of the noise benchmark
-// maximises its acquisition from R random candidates (default 256) and
-// refines the S best (default 3), bayes.Optimizer.SetAcqEffort.
+// -acq-effort R,S[,G] (an experiment): every GP of the noise benchmark
+// maximises its acquisition from R random candidates (default 256),
+// refines the S best candidates (default 3) and the G best random ones
+// (global starts, default 0), bayes.Optimizer.SetAcqEffort.
 var acqEffortArg string
 
-func parseAcqEffort(s string) (random, starts int, err error) {
+func parseAcqEffort(s string) (random, starts, global int, err error) {
 	if strings.TrimSpace(s) == "" {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
-	a, b, ok := strings.Cut(s, ",")
-	if ok {
-		random, err = strconv.Atoi(strings.TrimSpace(a))
-		if err == nil {
-			starts, err = strconv.Atoi(strings.TrimSpace(b))
+	parts := strings.Split(s, ",")
+	var v [3]int
+	ok := len(parts) == 2 || len(parts) == 3
+	for i, f := range parts {
+		if !ok {
+			break
 		}
+		n, e := strconv.Atoi(strings.TrimSpace(f))
+		ok = e == nil && (n >= 1 || (i == 2 && n == 0))
+		v[i%3] = n
 	}
-	if !ok || err != nil || random < 1 || starts < 1 {
-		return 0, 0, fmt.Errorf("-acq-effort: want R,S (random candidates, refined starts, both positive), got %q", s)
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("-acq-effort: want R,S[,G] (random candidates, refined starts, both positive; G global starts), got %q", s)
 	}
-	return random, starts, nil
+	return v[0], v[1], v[2], nil
 }
 
 // acqEffortCheck rejects a bad -acq-effort and names it in the output.
 func acqEffortCheck(w io.Writer) error {
-	r, s, err := parseAcqEffort(acqEffortArg)
+	r, s, g, err := parseAcqEffort(acqEffortArg)
 	if err != nil || r == 0 {
 		return err
 	}
 	if basinRestart > 0 || basinTwin > 0 {
 		return fmt.Errorf("-acq-effort does not combine with -basin-restart or -basin-twin")
 	}
-	fmt.Fprintf(w, "acquisition optimiser (every GP): %d random candidates, %d refined\n", r, s)
+	fmt.Fprintf(w, "acquisition optimiser (every GP): %d random candidates, %d refined, %d best random ones refined too\n", r, s, g)
 	return nil
 }
 
 func acqEffortSet(o *bayes.Optimizer) error {
-	r, s, err := parseAcqEffort(acqEffortArg)
+	r, s, g, err := parseAcqEffort(acqEffortArg)
 	if err != nil || r == 0 {
 		return err
 	}
-	return o.SetAcqEffort(r, s)
+	return o.SetAcqEffort(r, s, g)
 }

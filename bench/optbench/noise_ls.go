@@ -103,7 +103,7 @@ func lsPriorSet(o *bayes.Optimizer, dims int) error {
 
 // noiseLSFlags adds the flag of this file to optbench's.
 func noiseLSFlags(fs *flag.FlagSet) {
-	fs.StringVar(&acqEffortArg, "acq-effort", "", "with -noise: an experiment: every GP's acquisition optimiser, R,S: R random candidates (default 256) and the S best refined (default 3) ('': the defaults)")
+	fs.StringVar(&acqEffortArg, "acq-effort", "", "with -noise: an experiment: every GP's acquisition optimiser, R,S[,G]: R random candidates (default 256), the S best refined (default 3) and the G best random ones (default 0) ('': the defaults)")
 	fs.BoolVar(&acqDiag, "acq-diag", false, "with -noise and -funcs hartmann6: instead, a diagnostic of the acquisition's optimiser on the noise-free GP (noise_acq.go)")
 	fs.StringVar(&lsPriorArg, "ls-prior", "", "with -noise: an experiment: every GP's lengthscale prior, hvarfner (log-normal, median e^√2·√D, sd √3, Hvarfner et al. 2024) or median=F (F × the default 0.3·√D),sd=S,hi=H ('': the default)")
 }

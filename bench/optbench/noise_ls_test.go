@@ -90,14 +90,17 @@ func TestAcqDiagIsTheNoiseFreeRun(t *testing.T) {
 }
 
 func TestParseAcqEffort(t *testing.T) {
-	if r, s, err := parseAcqEffort(""); r != 0 || s != 0 || err != nil {
-		t.Errorf(`"": %d, %d, %v`, r, s, err)
+	if r, s, g, err := parseAcqEffort(""); r != 0 || s != 0 || g != 0 || err != nil {
+		t.Errorf(`"": %d, %d, %d, %v`, r, s, g, err)
 	}
-	if r, s, err := parseAcqEffort("2048, 10"); r != 2048 || s != 10 || err != nil {
-		t.Errorf(`"2048, 10": %d, %d, %v`, r, s, err)
+	if r, s, g, err := parseAcqEffort("2048, 10"); r != 2048 || s != 10 || g != 0 || err != nil {
+		t.Errorf(`"2048, 10": %d, %d, %d, %v`, r, s, g, err)
 	}
-	for _, bad := range []string{"2048", "0,3", "256,-1", "a,b", "1,2,3"} {
-		if _, _, err := parseAcqEffort(bad); err == nil {
+	if r, s, g, err := parseAcqEffort("256,3,5"); r != 256 || s != 3 || g != 5 || err != nil {
+		t.Errorf(`"256,3,5": %d, %d, %d, %v`, r, s, g, err)
+	}
+	for _, bad := range []string{"2048", "0,3", "256,-1", "a,b", "1,2,-3", "1,2,3,4"} {
+		if _, _, _, err := parseAcqEffort(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
+	"github.com/benchtune/bench/optimizers/internal/space"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -49,17 +51,54 @@ func (o *Optimizer) AcqNear(p, from tunables.Point) (atP, best float64, reached 
 }
 
 // SetAcqEffort sets how hard Suggest maximises the acquisition outside a
-// trust region: random candidates (default 256) and how many of the best
-// candidates are refined by local ascent (default 3); 0 keeps a default.
-// An experiment of bench/optbench (-acq-effort): nothing in bench calls it.
-func (o *Optimizer) SetAcqEffort(random, starts int) error {
-	if random < 0 || starts < 0 {
-		return fmt.Errorf("acquisition effort: %d random candidates, %d refined: must not be negative", random, starts)
+// trust region: random candidates (default 256), how many of the best
+// candidates are refined by local ascent (default 3; they are mostly
+// perturbations of the best observed points), and how many of the best
+// random candidates are refined as well (global starts, default 0); 0
+// keeps a default. An experiment of bench/optbench (-acq-effort): nothing
+// in bench calls it.
+func (o *Optimizer) SetAcqEffort(random, starts, global int) error {
+	if random < 0 || starts < 0 || global < 0 {
+		return fmt.Errorf("acquisition effort: %d random candidates, %d refined, %d global starts: must not be negative", random, starts, global)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.acqRandom, o.acqStarts = random, starts
+	o.acqRandom, o.acqStarts, o.acqGlobal = random, starts, global
 	return nil
+}
+
+// globalCands returns a copy of the random candidates (the first ones of
+// cands) when global starts are set, else nil.
+func (o *Optimizer) globalCands(cands []cand) []cand {
+	if o.acqGlobal == 0 {
+		return nil
+	}
+	return slices.Clone(cands)
+}
+
+// refineGlobal refines the acqGlobal best of the random candidates not
+// refined yet, and returns the best of them and best.
+func (o *Optimizer) refineGlobal(a *acq, global []cand, best cand, started map[string]bool, avoid func(string) bool) cand {
+	if len(global) == 0 {
+		return best
+	}
+	sort.SliceStable(global, func(i, j int) bool { return global[i].f > global[j].f })
+	n := 0
+	for _, c := range global {
+		if n >= o.acqGlobal {
+			break
+		}
+		key := space.Key(c.p)
+		if started[key] {
+			continue
+		}
+		started[key] = true
+		n++
+		if p, f := o.refine(a, c.p, c.f, avoid); f > best.f {
+			best = cand{p, f}
+		}
+	}
+	return best
 }
 
 // acqEffort returns the random candidates and refined starts of

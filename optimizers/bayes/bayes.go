@@ -103,7 +103,7 @@ type Optimizer struct {
 	nlTR   nlTRState          // TuRBO regions for the local search of noise-aware mode (noise_ltr.go)
 	lce    *lceState          // nil: observed targets as they are (lce.go)
 
-	acqRandom, acqStarts int // SetAcqEffort (acqdiag.go); 0: the defaults
+	acqRandom, acqStarts, acqGlobal int // SetAcqEffort (acqdiag.go); 0: the defaults
 }
 
 // New returns an optimizer for the space dims.

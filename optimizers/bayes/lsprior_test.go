@@ -128,16 +128,16 @@ func TestAcqNearLeavesTheSearchAlone(t *testing.T) {
 	}
 }
 
-// SetAcqEffort(0, 0) keeps the defaults (the same run); more random
-// candidates change the run (they draw from the generator); negative
-// counts are errors.
+// SetAcqEffort(0, 0, 0) keeps the defaults (the same run); more random
+// candidates, or global starts, change the run; negative counts are
+// errors.
 func TestSetAcqEffort(t *testing.T) {
-	run := func(random, starts int) []tunables.Point {
+	run := func(random, starts, global int) []tunables.Point {
 		o, err := New(unitDims(2), Options{Seed: 7, MaxTrials: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := o.SetAcqEffort(random, starts); err != nil {
+		if err := o.SetAcqEffort(random, starts, global); err != nil {
 			t.Fatal(err)
 		}
 		var out []tunables.Point
@@ -154,15 +154,18 @@ func TestSetAcqEffort(t *testing.T) {
 		}
 		return out
 	}
-	def, zero, more := run(256, 3), run(0, 0), run(2048, 10)
+	def, zero, more, glob := run(256, 3, 0), run(0, 0, 0), run(2048, 10, 0), run(256, 3, 20)
 	if !slices.EqualFunc(def, zero, func(a, b tunables.Point) bool { return slices.Equal(a, b) }) {
 		t.Error("SetAcqEffort(0, 0) changed the run")
 	}
 	if slices.EqualFunc(def, more, func(a, b tunables.Point) bool { return slices.Equal(a, b) }) {
-		t.Error("SetAcqEffort(2048, 10) left the run unchanged")
+		t.Error("SetAcqEffort(2048, 10, 0) left the run unchanged")
+	}
+	if slices.EqualFunc(def, glob, func(a, b tunables.Point) bool { return slices.Equal(a, b) }) {
+		t.Error("SetAcqEffort(256, 3, 20) left the run unchanged")
 	}
 	o, _ := New(unitDims(2), Options{Seed: 7})
-	if err := o.SetAcqEffort(-1, 3); err == nil {
-		t.Error("SetAcqEffort(-1, 3): no error")
+	if err := o.SetAcqEffort(-1, 3, 0); err == nil {
+		t.Error("SetAcqEffort(-1, 3, 0): no error")
 	}
 }
