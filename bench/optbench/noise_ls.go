@@ -21,6 +21,10 @@ import (
 // key=value pairs: median=F (F times the default median), sd=S, hi=H.
 var lsPriorArg string
 
+// gpWarp is -gp-warp (an experiment): "off" turns the output warping
+// (Yeo-Johnson) off in every GP of the noise benchmark from the start.
+var gpWarp = "on"
+
 // lsPrior is a parsed -ls-prior: the median as a multiple of √D.
 type lsPrior struct {
 	perRootD, sd, hi float64
@@ -74,6 +78,13 @@ func lsPriorCheck(w io.Writer) error {
 	if err := acqEffortCheck(w); err != nil { // noise_acq.go
 		return err
 	}
+	switch gpWarp {
+	case "on":
+	case "off":
+		fmt.Fprintln(w, "output warping (every GP): off")
+	default:
+		return fmt.Errorf("-gp-warp: want on or off, got %q", gpWarp)
+	}
 	p, set, err := parseLSPrior(lsPriorArg)
 	if err != nil || !set {
 		return err
@@ -94,6 +105,9 @@ func lsPriorSet(o *bayes.Optimizer, dims int) error {
 	if err := acqEffortSet(o); err != nil { // noise_acq.go
 		return err
 	}
+	if gpWarp == "off" {
+		o.SetOutputWarping(false)
+	}
 	p, set, err := parseLSPrior(lsPriorArg)
 	if err != nil || !set {
 		return err
@@ -104,6 +118,7 @@ func lsPriorSet(o *bayes.Optimizer, dims int) error {
 // noiseLSFlags adds the flag of this file to optbench's.
 func noiseLSFlags(fs *flag.FlagSet) {
 	fs.StringVar(&acqEffortArg, "acq-effort", "", "with -noise: an experiment: every GP's acquisition optimiser, R,S[,G]: R random candidates (default 256), the S best refined (default 3) and the G best random ones (default 0) ('': the defaults)")
+	fs.StringVar(&gpWarp, "gp-warp", "on", "with -noise: an experiment: off turns every GP's output warping off")
 	fs.BoolVar(&acqDiag, "acq-diag", false, "with -noise and -funcs hartmann6: instead, a diagnostic of the acquisition's optimiser on the noise-free GP (noise_acq.go)")
 	fs.StringVar(&lsPriorArg, "ls-prior", "", "with -noise: an experiment: every GP's lengthscale prior, hvarfner (log-normal, median e^√2·√D, sd √3, Hvarfner et al. 2024) or median=F (F × the default 0.3·√D),sd=S,hi=H ('': the default)")
 }

@@ -51,6 +51,17 @@ func TestLSPriorFlag(t *testing.T) {
 	if err := run(append(base, "-ls-prior", "width=3"), &bytes.Buffer{}); err == nil {
 		t.Error("-ls-prior width=3: no error")
 	}
+	defer func(s string) { gpWarp = s }(gpWarp)
+	var unwarped bytes.Buffer
+	if err := run(append(base, "-gp-warp", "off"), &unwarped); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(unwarped.String(), "output warping (every GP): off") || perSeedLines(plain.String()) == perSeedLines(unwarped.String()) {
+		t.Errorf("-gp-warp off: not named or no regret changed:\n%s", unwarped.String())
+	}
+	if err := run(append(base, "-gp-warp", "maybe"), &bytes.Buffer{}); err == nil {
+		t.Error("-gp-warp maybe: no error")
+	}
 }
 
 // perSeedLines keeps the "per seed" parts of -noise-methods output.
