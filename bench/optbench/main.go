@@ -109,7 +109,8 @@ func run(args []string, w io.Writer) error {
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")
 	fs.BoolVar(&mfLCECheckOn, "mf-lce-check", false, "with -mf: instead of the benchmark, the learning-curve extrapolation's ranking against the truth (mf_lce.go)")
 	fs.BoolVar(&refinePerSeed, "refine-per-seed", false, "with -refine: print each seed's deployed regret too")
-	noiseNFlags(fs) // noise_n.go
+	noiseNFlags(fs)  // noise_n.go
+	noiseLSFlags(fs) // noise_ls.go
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -221,6 +222,9 @@ func run(args []string, w io.Writer) error {
 		}
 		if err := noiseKernelCheck(w); err != nil {
 			return err
+		}
+		if acqDiag {
+			return benchAcqDiag(w, cfg, probs) // noise_acq.go
 		}
 		if done, err := noiseSearchRun(w, cfg, probs, sigmas, *noiseMeths); done || err != nil {
 			return err

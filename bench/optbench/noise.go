@@ -96,6 +96,9 @@ func noiseRun(p problem, method string, sigma float64, seed int64, budget int) (
 	if err != nil {
 		return 0, 0, err
 	}
+	if err := lsPriorSet(o, len(p.dims)); err != nil { // noise_ls.go
+		return 0, 0, err
+	}
 	aware := method == "aware" || method == "confirm"
 	if aware {
 		o.SetNoise(nil, true)

@@ -98,5 +98,5 @@ func noiseNCheck(w io.Writer) error {
 	if stagedKernel != "same" || stagedWarp != "on" {
 		fmt.Fprintf(w, "staged rounds: kernel %s, output warping %s\n", stagedKernel, stagedWarp)
 	}
-	return nil
+	return lsPriorCheck(w) // noise_ls.go
 }

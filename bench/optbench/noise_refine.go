@@ -124,6 +124,9 @@ func refineRun(p problem, rc refineCfg, sigma float64, seed int64, budget int) (
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if err := lsPriorSet(o, len(p.dims)); err != nil { // noise_ls.go
+		return 0, 0, 0, err
+	}
 	o.SetNoise(nil, true)
 	noiseLocalSet(o) // -noise-search composes with -refine
 	if err := noiseKernelSet(o, len(p.dims)); err != nil {

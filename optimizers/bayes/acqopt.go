@@ -94,9 +94,11 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 			cands = append(cands, cand{p, a.value(p)})
 		}
 	}
-	for range nRandomCandidates {
+	nRandom, nStarts := o.acqEffort() // acqdiag.go
+	for range nRandom {
 		add(o.pin(o.sp.Random(o.rng)))
 	}
+	global := o.globalCands(cands) // acqdiag.go
 	scales := []float64{0.005, 0.02, 0.08, 0.3}
 	for _, an := range o.anchors(g) {
 		for j := range nPerturbPerAnchor {
@@ -110,7 +112,7 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 	best := cands[0]
 	started := map[string]bool{}
 	for _, c := range cands {
-		if len(started) >= nRefineStarts {
+		if len(started) >= nStarts {
 			break
 		}
 		key := space.Key(c.p)
@@ -123,7 +125,7 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 			best = cand{p, f}
 		}
 	}
-	return best.p
+	return o.refineGlobal(a, global, best, started, avoid).p // acqdiag.go
 }
 
 // anchors returns the observed points with the lowest posterior mean.

@@ -102,6 +102,8 @@ type Optimizer struct {
 	nl     *noiseLocal        // nil: no local search in noise-aware mode (noiselocal.go)
 	nlTR   nlTRState          // TuRBO regions for the local search of noise-aware mode (noise_ltr.go)
 	lce    *lceState          // nil: observed targets as they are (lce.go)
+
+	acqRandom, acqStarts, acqGlobal int // SetAcqEffort (acqdiag.go); 0: the defaults
 }
 
 // New returns an optimizer for the space dims.
