@@ -274,7 +274,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 				return err
 			}
 			d.aheadLeft++
-			s.logAdded(t)
+			d.added(t)
 			continue
 		}
 		local--
@@ -294,7 +294,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			if err != nil {
 				return err
 			}
-			s.logAdded(t)
+			d.added(t)
 			it := d.itemFor(t)
 			it.sugID = sg.ID
 			d.queue = append(d.queue, it)

@@ -102,6 +102,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		return nil, err
 	}
 	d.feedSeq = seq
+	d.knowTrials(all) // coord.go
 	suggestions := 0
 	last := lastAttempts(all)
 	var priors []optimizers.Prior

@@ -115,7 +115,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		if it.root == 0 {
 			it.root = t.ID
 		}
-		s.logAdded(t)
+		d.added(t)
 	} else if err := d.startStored(ctx, it.t.ID, runner.ID()); err != nil {
 		d.idle = append(d.idle, runner)
 		if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) {
