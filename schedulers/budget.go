@@ -28,9 +28,13 @@ type budgetState struct {
 	// trialCount counts the experiment's trials, retries left out: the
 	// max_trials budget.
 	trialCount int
-	noMore     bool      // the optimizer has nothing more to suggest
-	lastClaim  time.Time // refill's last claim from storage
-	lastCount  time.Time // countTrials' last scan
+	noMore     bool // the optimizer has nothing more to suggest
+	// budgetSpent: storage refused a new configuration because the
+	// experiment holds max_suggestions of them, stored by any of its
+	// processes (storage.ErrBudgetSpent).
+	budgetSpent bool
+	lastClaim   time.Time // refill's last claim from storage
+	lastCount   time.Time // countTrials' last scan
 }
 
 // fill starts trials on idle runners: queued ones first (retries, claimed,
@@ -215,7 +219,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		m := maps.Clone(meta)
 		repeat := strconv.Itoa(r)
 		m["repeat_i"] = repeat
-		spec := storage.TrialSpec{ConfigHash: hash, Params: tun.StringValues(), Metadata: m}
+		spec := storage.TrialSpec{ConfigHash: hash, Params: tun.StringValues(), Metadata: m, MaxConfigs: d.maxConfigs()}
 		// Stored only if no other process runs (or ran) this configuration
 		// and repeat: the check and the insert are one transaction.
 		spec.Claim = s.cfg.Reuse && !d.noReuse
@@ -227,6 +231,9 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		d.keys[key] = true
 		if s.cfg.Reuse && mayExist && !d.noReuse {
 			done, err := d.reuse(ctx, sg.ID, spec, repeat)
+			if d.spent(err) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -253,6 +260,10 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		if local <= 0 {
 			// Queued ahead for other processes to claim: stored now, unowned.
 			t, err := s.plain.NewTrial(ctx, spec)
+			if d.spent(err) {
+				d.trialCount--
+				return nil
+			}
 			if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
 				if err := d.claimed(ctx, item{spec: &spec, sugID: sg.ID}, ce.Trial); err != nil {
 					return err
@@ -263,13 +274,17 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 				return err
 			}
 			d.aheadLeft++
-			s.logAdded(t)
+			d.added(t)
 			continue
 		}
 		local--
 		if storeNow {
 			// Stored now, held by this process, started like a claimed one.
 			t, err := s.exp.NewTrial(ctx, spec)
+			if d.spent(err) {
+				d.trialCount--
+				return nil
+			}
 			if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
 				if err := d.claimed(ctx, item{spec: &spec, sugID: sg.ID}, ce.Trial); err != nil {
 					return err
@@ -279,7 +294,7 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 			if err != nil {
 				return err
 			}
-			s.logAdded(t)
+			d.added(t)
 			it := d.itemFor(t)
 			it.sugID = sg.ID
 			d.queue = append(d.queue, it)
@@ -288,4 +303,35 @@ func (d *dispatch) queueSuggestion(ctx context.Context, sg optimizers.Suggestion
 		d.queue = append(d.queue, item{spec: &spec, sugID: sg.ID})
 	}
 	return nil
+}
+
+// maxConfigs is the budget of configurations a new suggestion's trials
+// are stored under (storage.TrialSpec.MaxConfigs): max_suggestions,
+// checked by storage over the whole experiment, so that several
+// processes suggesting for one experiment store no more configurations
+// than the budget together. The optimizer's own count of its
+// suggestions (with those of earlier runs, Skip) stays the fast path.
+// 0 (none) with a fidelity ladder, whose rungs of one configuration are
+// stored as configurations of their own.
+func (d *dispatch) maxConfigs() int {
+	if d.s.fid != nil || d.s.opt.MaxSuggestions() <= 0 {
+		return 0
+	}
+	return d.s.opt.MaxSuggestions()
+}
+
+// spent reports whether err is storage's refusal of a new configuration
+// (storage.ErrBudgetSpent): the experiment holds max_suggestions
+// configurations, so the optimizer's budget is spent. Nothing is stored
+// and nothing failed: the search ends, the trials running and those
+// queued of configurations already held still run.
+func (d *dispatch) spent(err error) bool {
+	if !errors.Is(err, storage.ErrBudgetSpent) {
+		return false
+	}
+	if !d.budgetSpent {
+		d.budgetSpent = true
+		d.s.log.Info("the experiment holds max_suggestions configurations (stored by every process of it): no more suggestions", "max_suggestions", d.s.opt.MaxSuggestions())
+	}
+	return true
 }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
 
@@ -24,6 +26,10 @@ type coordState struct {
 	// feedSeq is the storage change feed's number this process has read
 	// up to (pollOthers reads the trials changed since).
 	feedSeq int64
+	// atStart holds the ids of the trials stored when this run started
+	// (sorted), created those this process added since (detectOthers).
+	atStart []int
+	created map[int]bool
 }
 
 // feedWorkers keeps as many trials queued, unowned, as the experiment's
@@ -82,23 +88,59 @@ func (d *dispatch) feedWorkers(ctx context.Context) error {
 
 // detectOthers notices trials that another process added to the
 // experiment: from then on the budget, dedup and results are read from
-// storage.
+// storage. It reads the change feed since the last number read (no count
+// of every trial): a changed trial this process did not create (d.added)
+// and did not find at its start is another process's, whatever it is now
+// (unowned, held by this process after a claim, or finished). The feed's
+// number only moves on while every change is this process's own, so that
+// pollOthers then reads the other processes' changes too.
 func (d *dispatch) detectOthers(ctx context.Context) {
-	counts, err := d.s.exp.Counts(ctx)
+	changed, seq, err := d.s.exp.Changes(ctx, d.feedSeq)
 	if err != nil {
 		return
 	}
-	n := 0
-	for _, c := range counts {
-		n += c
+	for _, t := range changed {
+		if !d.knows(t.ID) {
+			d.others = true
+			d.s.log.Debug(othersFound, "trial", t.ID)
+			return
+		}
 	}
-	mine := d.trialCount + len(d.queue) // an upper bound of what this process knows
-	for _, c := range d.retryCount {
-		mine += c
+	d.feedSeq = seq
+}
+
+// othersFound is detectOthers' debug message.
+const othersFound = "another process's trial is in the change feed: the budget, dedup and results are read from storage from now on"
+
+// knowTrials notes the trials found at the start (newDispatch): they are
+// this process's to know, whoever added them.
+func (d *dispatch) knowTrials(all []storage.Trial) {
+	d.atStart = make([]int, len(all))
+	for i, t := range all {
+		d.atStart[i] = t.ID
 	}
-	if n > mine {
-		d.others = true
+	slices.Sort(d.atStart)
+}
+
+// added notes a trial this process stored (and logs it as mlos_bench
+// does): every trial the dispatcher adds goes through here, so that
+// detectOthers tells it from another process's.
+func (d *dispatch) added(t storage.Trial) {
+	if d.created == nil {
+		d.created = map[int]bool{}
 	}
+	d.created[t.ID] = true
+	d.s.logAdded(t)
+}
+
+// knows reports whether trial id was found at the start or added by this
+// process.
+func (d *dispatch) knows(id int) bool {
+	if d.created[id] {
+		return true
+	}
+	_, ok := slices.BinarySearch(d.atStart, id)
+	return ok
 }
 
 // errStopRequested is the cause of a trial stopped by bench stop.

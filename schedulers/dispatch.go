@@ -102,6 +102,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 		return nil, err
 	}
 	d.feedSeq = seq
+	d.knowTrials(all) // coord.go
 	suggestions := 0
 	last := lastAttempts(all)
 	var priors []optimizers.Prior
@@ -319,7 +320,7 @@ func (d *dispatch) nextItem() int {
 // notDone reports whether the budget allows more suggestions.
 func (d *dispatch) notDone() bool {
 	s := d.s
-	return !d.noMore && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials) && !d.stopFired()
+	return !d.noMore && !d.budgetSpent && s.opt.NotConverged() && (s.cfg.MaxTrials <= 0 || d.trialCount < s.cfg.MaxTrials) && !d.stopFired()
 }
 
 // tick renews the lease, looks for stop requests and hung trials, and

@@ -117,7 +117,7 @@ func (d *dispatch) retry(ctx context.Context, j *job, out trial.Outcome) error {
 	if err != nil {
 		return err
 	}
-	s.logAdded(t)
+	d.added(t)
 	s.stats.Retried++
 	d.retryCount[j.root]++
 	// The reason is on the trial's own line (the observer's); the log
@@ -155,7 +155,7 @@ func (d *dispatch) resolveWaiting(ctx context.Context, id int, out trial.Outcome
 			spec.Claim = false // it reuses the trial that holds the claim
 			spec.ReusedFrom = &storage.TrialRef{ExperimentID: s.cfg.ExperimentID, TrialID: id}
 			if t, err := s.exp.NewTrial(ctx, spec); err == nil {
-				s.logAdded(t)
+				d.added(t)
 				reused := trial.Outcome{Status: trial.SUCCEEDED, Results: out.Results}
 				if err := s.exp.Finish(ctx, t.ID, reused); err == nil {
 					s.stats.Reused++

@@ -317,7 +317,7 @@ func (d *dispatch) fidelityFeed(ctx context.Context, need int) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		d.s.logAdded(t)
+		d.added(t)
 		n++
 	}
 	return n, nil

@@ -300,6 +300,8 @@ func (d *dispatch) endReason(runErr error, interrupted bool) string {
 		return "stopped: " + runErr.Error()
 	case d.stop != nil && d.stop.reason != "":
 		return d.stop.reason
+	case d.budgetSpent:
+		return fmt.Sprintf("budget spent: max_suggestions %d", s.opt.MaxSuggestions())
 	case d.noMore:
 		return "the optimizer had nothing more to suggest"
 	case s.cfg.MaxTrials > 0 && d.trialCount >= s.cfg.MaxTrials:

@@ -71,7 +71,7 @@ func (d *dispatch) reuse(ctx context.Context, sugID int, spec storage.TrialSpec,
 	if err != nil {
 		return false, err
 	}
-	s.logAdded(t)
+	d.added(t)
 	d.trialCount++
 	out := trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any(src.Results)}
 	if err := s.exp.Finish(ctx, t.ID, out); err != nil {

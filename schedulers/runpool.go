@@ -95,6 +95,13 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		spec.Running = true
 		spec.TrialRunnerID = runner.ID()
 		t, err := s.exp.NewTrial(ctx, spec)
+		if d.spent(err) {
+			// Other processes stored max_suggestions configurations: this
+			// one is not run.
+			d.idle = append(d.idle, runner)
+			d.trialCount--
+			return nil
+		}
 		if ce := (*storage.ClaimedError)(nil); errors.As(err, &ce) {
 			// Another process took this configuration and repeat first.
 			d.idle = append(d.idle, runner)
@@ -108,7 +115,7 @@ func (d *dispatch) start(ctx context.Context, it item) error {
 		if it.root == 0 {
 			it.root = t.ID
 		}
-		s.logAdded(t)
+		d.added(t)
 	} else if err := d.startStored(ctx, it.t.ID, runner.ID()); err != nil {
 		d.idle = append(d.idle, runner)
 		if errors.Is(err, storage.ErrNotOwner) || errors.Is(err, storage.ErrFinished) {

@@ -190,6 +190,11 @@ func New(cfg Config, runners []Runner, opt optimizers.Optimizer, exp storage.Exp
 	if o.Tunables == nil {
 		return nil, errors.New("scheduler: no tunables")
 	}
+	// A copy of its own: the caller's may be an environment's, which its
+	// trial runner assigns each trial's values to on the runner's
+	// goroutine while this one copies them (runnerTunables, to observe
+	// another process's result, say): a data race under -race.
+	s.o.Tunables = o.Tunables.Copy()
 	s.stats.Planned = s.planned()
 	s.applyNoise()
 	if err := s.setupFidelity(); err != nil { // fidelity.go

@@ -318,7 +318,24 @@ type TrialSpec struct {
 	// NewTrial returns a *ClaimedError (errors.Is ErrClaimed) naming that
 	// trial, and stores nothing.
 	Claim bool
+	// MaxConfigs is the experiment's budget of configurations, the
+	// optimizer's max_suggestions (0: none). When it is set and the
+	// experiment holds no trial of this configuration yet, the trial is
+	// stored only while the experiment holds fewer than MaxConfigs
+	// distinct configurations (trials of any status, retries and reused
+	// trials included, counted by their config_id), checked in the same
+	// transaction as the insert, under the experiment's lock: several
+	// processes together never store more. Otherwise NewTrial returns
+	// ErrBudgetSpent and stores nothing. A trial of a configuration the
+	// experiment holds (a repeat, a retry, a reused result) is never
+	// refused.
+	MaxConfigs int
 }
+
+// ErrBudgetSpent: a TrialSpec with MaxConfigs would add a configuration
+// to an experiment that holds that many already. The optimizer's budget
+// (max_suggestions) is spent, over every process of the experiment.
+var ErrBudgetSpent = errors.New("the experiment's budget of configurations (max_suggestions) is spent")
 
 // ErrClaimed: a TrialSpec with Claim found an identical trial in flight
 // or succeeded (ClaimedError names it).

@@ -88,3 +88,86 @@ func TestDriversShareOneExperiment(t *testing.T) {
 		}
 	}
 }
+
+// Two and four `bench run` processes with different seeds (so they
+// suggest different configurations) on one experiment with
+// max_suggestions 8: the experiment holds exactly 8 configurations, each
+// run once, every process exits 0 and ends because the budget is spent
+// (storage refuses a ninth configuration: storage.TrialSpec.MaxConfigs).
+// On SQLite, PostgreSQL and MySQL (MariaDB).
+func TestDriversShareOneBudget(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres", "mysql"} {
+		for _, drivers := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s/%d", backend, drivers), func(t *testing.T) {
+				dir := experiment(t, `echo "$xv $mode" >> "$marker_dir/runs"; sleep 0.3`)
+				var extra []string
+				switch backend {
+				case "postgres":
+					st, _ := freshPostgresStorage(t, dir)
+					extra = []string{"--storage", st}
+				case "mysql":
+					st, _ := freshMySQLStorage(t, dir)
+					extra = []string{"--storage", st, "--globals", "mysql-globals.jsonc"}
+				}
+				tmp := t.TempDir()
+				cmds := make([]*exec.Cmd, drivers)
+				outs := make([]*bytes.Buffer, drivers)
+				for i := range cmds {
+					opt := fmt.Sprintf("opt%d.jsonc", i)
+					write(t, dir, opt, fmt.Sprintf(`{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+						"config": {"optimizer_type": "RANDOM", "max_suggestions": 8, "seed": %d}}`, 3+i), 0o644)
+					args := append([]string{"run", "--environment", "env.jsonc", "--optimizer", opt, "--experiment_id", "D", "--no-progress"}, extra...)
+					outs[i] = &bytes.Buffer{}
+					cmds[i] = exec.Command(benchBin, args...)
+					cmds[i].Dir = dir
+					cmds[i].Env = append(os.Environ(), "TMPDIR="+tmp)
+					cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+				}
+				for _, c := range cmds {
+					if err := c.Start(); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = c.Process.Kill() })
+				}
+				for i, c := range cmds {
+					done := make(chan error, 1)
+					go func() { done <- c.Wait() }()
+					var err error
+					select {
+					case err = <-done:
+					case <-time.After(3 * time.Minute):
+						_ = c.Process.Kill()
+						t.Fatalf("driver %d still runs after 3 minutes\n%s", i+1, outs[i])
+					}
+					var ee *exec.ExitError
+					if err != nil && !errors.As(err, &ee) {
+						t.Fatal(err)
+					}
+					if err != nil {
+						t.Errorf("driver %d: %v\n%s", i+1, err, outs[i])
+					}
+					if want := "End reason: budget spent: max_suggestions 8"; !strings.Contains(outs[i].String(), want) {
+						t.Errorf("driver %d does not say %q:\n%s", i+1, want, outs[i])
+					}
+				}
+				b, err := os.ReadFile(filepath.Join(dir, "runs"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs := strings.Split(strings.TrimSpace(string(b)), "\n")
+				sort.Strings(runs)
+				distinct := map[string]bool{}
+				for _, r := range runs {
+					distinct[r] = true
+				}
+				t.Logf("%d executions of %d configurations", len(runs), len(distinct))
+				if len(runs) != 8 || len(distinct) != 8 {
+					t.Errorf("%d executions of %d configurations, want 8 of 8: %v", len(runs), len(distinct), runs)
+					for i := range outs {
+						t.Logf("driver %d:\n%s", i+1, outs[i])
+					}
+				}
+			})
+		}
+	}
+}

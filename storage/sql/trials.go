@@ -25,13 +25,21 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 		// transaction the database rolled back (write runs it again) may
 		// have created it.
 		var configID int64
-		if spec.Claim {
-			var err error
-			if configID, err = e.checkClaim(ctx, r, nt); err != nil {
+		locked := false
+		if spec.MaxConfigs > 0 {
+			if err := e.checkBudget(ctx, r, nt.ConfigHash, spec.MaxConfigs); err != nil {
 				return err
 			}
+			locked = true
 		}
-		return e.insertTrial(ctx, r, nt, configID, spec.Claim)
+		if spec.Claim {
+			var err error
+			if configID, err = e.checkClaim(ctx, r, nt, locked); err != nil {
+				return err
+			}
+			locked = true
+		}
+		return e.insertTrial(ctx, r, nt, configID, locked)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -39,19 +47,59 @@ func (e *experiment) NewTrial(ctx context.Context, spec storage.TrialSpec) (stor
 	return *nt, nil
 }
 
-// checkClaim is TrialSpec.Claim: under the experiment's lock (taken here,
-// held to the end of the transaction, as insertTrial takes it), an
-// identical trial in flight or succeeded is a *storage.ClaimedError. On
-// SQLite it also stores or finds the trial's configuration and returns
-// its id (0: insertTrial does that).
-func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial) (int64, error) {
+// lockExperiment locks the experiment's row to the end of the
+// transaction (SELECT ... FOR UPDATE; on SQLite the transaction is the
+// only writer anyway): every transaction that stores a trial takes it
+// first, so trial ids, claims and the budget of configurations are
+// decided one writer at a time. It is the first lock these transactions
+// take, so it adds no lock order of its own.
+func (e *experiment) lockExperiment(ctx context.Context, r runner) error {
 	var exp string
 	err := r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
 	if errors.Is(err, dbsql.ErrNoRows) {
-		return 0, fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
+		return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+	}
+	return nil
+}
+
+// checkBudget is TrialSpec.MaxConfigs: it takes the experiment's lock
+// (held to the end of the transaction) and then, a trial of a
+// configuration the experiment holds no trial of yet is storage.
+// ErrBudgetSpent when the experiment holds max distinct configurations
+// already. Under the lock the count is exact: every transaction that
+// stores a trial of the experiment holds the lock until it commits, and
+// each statement of a write transaction reads what committed before it
+// (READ COMMITTED on PostgreSQL and MySQL/MariaDB, one writer on
+// SQLite). One statement counts both, from mlos_bench's own tables.
+func (e *experiment) checkBudget(ctx context.Context, r runner, hash string, max int) error {
+	if err := e.lockExperiment(ctx, r); err != nil {
+		return err
+	}
+	var configs, held int64
+	err := r.queryRow(ctx, `SELECT COUNT(DISTINCT t.config_id), COALESCE(SUM(CASE WHEN c.config_hash = ? THEN 1 ELSE 0 END), 0)
+		FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ?`, hash, e.info.ID).Scan(&configs, &held)
+	if err != nil {
+		return fmt.Errorf("storage: count the configurations of %q: %w", e.info.ID, e.s.scrub(err))
+	}
+	if held == 0 && configs >= int64(max) {
+		return fmt.Errorf("%w: experiment %q holds %d configurations (max_suggestions %d)", storage.ErrBudgetSpent, e.info.ID, configs, max)
+	}
+	return nil
+}
+
+// checkClaim is TrialSpec.Claim: under the experiment's lock (taken here
+// unless locked, held to the end of the transaction, as insertTrial
+// takes it), an identical trial in flight or succeeded is a
+// *storage.ClaimedError. On SQLite it also stores or finds the trial's
+// configuration and returns its id (0: insertTrial does that).
+func (e *experiment) checkClaim(ctx context.Context, r runner, tr *storage.Trial, locked bool) (int64, error) {
+	if !locked {
+		if err := e.lockExperiment(ctx, r); err != nil {
+			return 0, err
+		}
 	}
 	if e.s.dialect.serializesWriters() {
 		// SQLite: the configuration first. One writer at a time: a
@@ -94,7 +142,12 @@ func (e *experiment) FinishAndQueue(ctx context.Context, trialID int, out storag
 		if err := e.finishTrial(ctx, r, fin); err != nil {
 			return err
 		}
-		return e.insertTrial(ctx, r, nt, 0, false)
+		if next.MaxConfigs > 0 {
+			if err := e.checkBudget(ctx, r, nt.ConfigHash, next.MaxConfigs); err != nil {
+				return err
+			}
+		}
+		return e.insertTrial(ctx, r, nt, 0, next.MaxConfigs > 0)
 	})
 	if err != nil {
 		return storage.Trial{}, err
@@ -163,13 +216,8 @@ func (e *experiment) insertTrial(ctx context.Context, r runner, tr *storage.Tria
 	// Lock the experiment: trial ids are allocated one writer at a time
 	// (locked: the transaction holds the lock already, see checkClaim).
 	if !locked {
-		var exp string
-		err = r.queryRow(ctx, `SELECT exp_id FROM experiment WHERE exp_id = ?`+e.s.dialect.forUpdate(), e.info.ID).Scan(&exp)
-		if errors.Is(err, dbsql.ErrNoRows) {
-			return fmt.Errorf("%w: experiment %q", storage.ErrNotFound, e.info.ID)
-		}
-		if err != nil {
-			return fmt.Errorf("storage: new trial of %q: %w", e.info.ID, e.s.scrub(err))
+		if err := e.lockExperiment(ctx, r); err != nil {
+			return err
 		}
 	}
 	tr.ConfigID = configID // > 0: stored or found by this transaction already (checkClaim)
