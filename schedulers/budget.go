@@ -33,6 +33,11 @@ type budgetState struct {
 	// experiment holds max_suggestions of them, stored by any of its
 	// processes (storage.ErrBudgetSpent).
 	budgetSpent bool
+	// configsBeyond counts the configurations the experiment held at the
+	// start beyond the suggestions counted then (a confirmation's run of
+	// the default, which no suggestion stored): storage's budget of
+	// configurations is max_suggestions plus these (maxConfigs).
+	configsBeyond int
 	lastClaim   time.Time // refill's last claim from storage
 	lastCount   time.Time // countTrials' last scan
 }
@@ -317,7 +322,23 @@ func (d *dispatch) maxConfigs() int {
 	if d.s.fid != nil || d.s.opt.MaxSuggestions() <= 0 {
 		return 0
 	}
-	return d.s.opt.MaxSuggestions()
+	return d.s.opt.MaxSuggestions() + d.configsBeyond
+}
+
+// configsBeyond returns how many more distinct configurations the
+// trials in all hold than the suggestions counted from them (first
+// attempts of repeat 1): configurations that no suggestion stored, such
+// as the default run by a confirmation phase (confirm.go, whose trials
+// are repeats past trial_config_repeat_count). Without them in the
+// budget, a resumed experiment would stop before its optimizer spent
+// max_suggestions. Never negative: a configuration suggested twice (its
+// result reused) counts once in storage and twice as a suggestion.
+func configsBeyond(all []storage.Trial, suggestions int) int {
+	configs := make(map[int64]bool, len(all))
+	for _, t := range all {
+		configs[t.ConfigID] = true
+	}
+	return max(0, len(configs)-suggestions)
 }
 
 // spent reports whether err is storage's refusal of a new configuration

@@ -141,6 +141,7 @@ func (s *Scheduler) newDispatch(ctx context.Context) (*dispatch, error) {
 	if priors, unobserved, suggestions, err = d.fidelityResume(all, priors, unobserved, suggestions); err != nil { // fidelity.go
 		return nil, err
 	}
+	d.configsBeyond = configsBeyond(all, suggestions)
 	if !s.o.Worker {
 		s.warnTunablesChanged(all)
 	}

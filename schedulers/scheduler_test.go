@@ -368,3 +368,52 @@ func TestOneShotResumeDoesNotRerun(t *testing.T) {
 		}
 	}
 }
+
+// A configuration that no suggestion stored (a confirmation phase's run of
+// the default, whose trials are repeats past trial_config_repeat_count)
+// does not use up max_suggestions on resume: storage's budget of
+// configurations (TrialSpec.MaxConfigs) leaves room for it, so the
+// resumed run still makes its max_suggestions − 4 suggestions.
+func TestResumeBudgetLeavesRoomForUnsuggestedConfigs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	ctx := context.Background()
+	opt := func(n int64) map[string]any { return map[string]any{"optimizer_type": "FLAML", "max_suggestions": n} }
+	run := func(ctx context.Context, p environments.Params) environments.Result { return score(p) }
+	s := newSetup(t, openStore(t, path), Config{ExperimentID: "e"}, opt(4), run)
+	if err := s.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, tr := range trials(t, s.exp) {
+		held[tr.Params["x"]] = true
+	}
+	// A confirmation-like trial of a configuration no suggestion stored.
+	tun := testTunables(t)
+	x := 0
+	for held[fmt.Sprint(x)] {
+		x++
+	}
+	if err := tun.Assign(map[string]any{"x": int64(x)}); err != nil {
+		t.Fatal(err)
+	}
+	extra, err := s.exp.NewTrial(ctx, storage.TrialSpec{ConfigHash: tun.Hash(), Params: tun.StringValues(), Metadata: map[string]string{"repeat_i": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.exp.Finish(ctx, extra.ID, trial.Outcome{Status: trial.SUCCEEDED, Results: map[string]any{"score": 50.0}}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newSetup(t, openStore(t, path), Config{ExperimentID: "e"}, opt(6), run)
+	if err := s2.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	suggested := 0
+	for _, tr := range trials(t, s2.exp) {
+		if tr.RetryOf == 0 && tr.Metadata["repeat_i"] == "1" {
+			suggested++
+		}
+	}
+	if suggested != 6 {
+		t.Errorf("%d suggestions stored over both runs, want max_suggestions 6", suggested)
+	}
+}
