@@ -38,8 +38,8 @@ type budgetState struct {
 	// the default, which no suggestion stored): storage's budget of
 	// configurations is max_suggestions plus these (maxConfigs).
 	configsBeyond int
-	lastClaim   time.Time // refill's last claim from storage
-	lastCount   time.Time // countTrials' last scan
+	lastClaim     time.Time // refill's last claim from storage
+	lastCount     time.Time // countTrials' last scan
 }
 
 // fill starts trials on idle runners: queued ones first (retries, claimed,
