@@ -49,6 +49,18 @@
 //     centre is put aside and it restarts at trInitSide around a new
 //     one.
 //
+// -trts (an experiment, see the doc section "Multi-fidelity: 30 seeds"):
+// the candidate of all regions is chosen by Thompson sampling, as TuRBO-m
+// chooses across its regions, instead of by expected improvement: one
+// joint sample of the fidelity GP's posterior at full fidelity over every
+// region's candidates (optimizers/bayes SampleFull), the lowest proposed.
+// Each proposal draws its own sample (asynchronous parallel Thompson
+// sampling, Kandasamy et al. 2018), so proposals made while others run
+// differ without pending points, and a region is chosen with about the
+// probability that it holds the best candidate; EI ignores the running
+// configurations and picks the most promising region's best candidate
+// every time.
+//
 // Which proposals are local is the fixed pattern of mf_prop.go (the k-th
 // when ⌊k·P/100⌋ > ⌊(k−1)·P/100⌋, from locWarm observations on), so runs
 // are deterministic.
@@ -84,9 +96,10 @@ type mfTurboOpt struct {
 	regions int     // number of regions (0: 1)
 	own     bool    // success against the region's own best (-trown)
 	failTol int     // failures in a row that halve the side (0: D)
+	ts      bool    // Thompson sampling across the regions (-trts)
 }
 
-// mfSplitTurbo removes the -turboP, -trmM, -trown and -trfF parts from
+// mfSplitTurbo removes the -turboP, -trmM, -trown, -trfF and -trts parts from
 // method m wherever they are.
 func mfSplitTurbo(m string) (string, mfTurboOpt, bool) {
 	var o mfTurboOpt
@@ -106,6 +119,9 @@ func mfSplitTurbo(m string) (string, mfTurboOpt, bool) {
 		case p == "trown":
 			ok = !o.own
 			o.own = true
+		case p == "trts":
+			ok = !o.ts
+			o.ts = true
 		case strings.HasPrefix(p, "trm"):
 			n, ok = num(p[3:], 1, trMaxRegs, o.regions)
 			o.regions = n
@@ -119,7 +135,7 @@ func mfSplitTurbo(m string) (string, mfTurboOpt, bool) {
 			return m, mfTurboOpt{}, false
 		}
 	}
-	if (o.regions > 0 || o.own || o.failTol > 0) && o.frac == 0 {
+	if (o.regions > 0 || o.own || o.failTol > 0 || o.ts) && o.frac == 0 {
 		return m, mfTurboOpt{}, false
 	}
 	return strings.Join(keep, "-"), o, true
@@ -144,6 +160,7 @@ type mfTurbo struct {
 	gf    *mfGPFid
 	opt   mfTurboOpt
 	rng   *rand.Rand
+	tsRng *rand.Rand                // -trts's draws
 	n     int                       // proposals made
 	obs   int                       // results observed
 	seen  map[string]tunables.Point // every configuration observed
@@ -162,7 +179,8 @@ func newMFTurbo(inner mfProposer, gf *mfGPFid, opt mfTurboOpt, seed int64) *mfTu
 		opt.failTol = max(4, len(gf.p.dims))
 	}
 	t := &mfTurbo{mfProposer: inner, gf: gf, opt: opt, rng: rand.New(rand.NewPCG(uint64(seed), 79)),
-		seen: map[string]tunables.Point{}, owner: map[string]int{}, best: map[float64]float64{}}
+		tsRng: rand.New(rand.NewPCG(uint64(seed), 83)),
+		seen:  map[string]tunables.Point{}, owner: map[string]int{}, best: map[float64]float64{}}
 	for range opt.regions {
 		t.regs = append(t.regs, newTuRegion())
 	}
@@ -382,8 +400,9 @@ func (t *mfTurbo) candidates(g *tuRegion) []tunables.Point {
 }
 
 // local is the candidate of all regions with the highest expected
-// improvement at full fidelity, and its region (ok false: no model yet,
-// or no region has a centre).
+// improvement at full fidelity (with -trts: the lowest value of one
+// posterior sample at full fidelity), and its region (ok false: no model
+// yet, or no region has a centre).
 func (t *mfTurbo) local() (tunables.Point, int, bool, error) {
 	xs := make([]tunables.Point, len(t.order))
 	for i, k := range t.order {
@@ -410,6 +429,22 @@ func (t *mfTurbo) local() (tunables.Point, int, bool, error) {
 	}
 	if len(cands) == 0 {
 		return nil, 0, false, nil
+	}
+	if t.opt.ts {
+		s, ok, err := t.gf.gp.SampleFull(cands, t.tsRng)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if ok {
+			best := 0
+			for i, v := range s {
+				if v < s[best] {
+					best = i
+				}
+			}
+			return cands[best][:len(t.gf.p.dims)], from[best], true, nil
+		}
+		// No sample for this model (the decay kernel): EI below.
 	}
 	cp, inc, ok, err := t.gf.gp.PredictFull(cands, true)
 	if err != nil || !ok {

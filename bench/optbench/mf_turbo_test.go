@@ -33,6 +33,9 @@ func TestMFSplitTurbo(t *testing.T) {
 		{"asha-gp-fid-trm3", "", mfTurboOpt{}, false},
 		{"asha-gp-fid-trown", "", mfTurboOpt{}, false},
 		{"asha-gp-fid-trf4", "", mfTurboOpt{}, false},
+		{"asha-gp-fid-min3-turbo50-trm3-trown-trts-eta9", "asha-gp-fid-min3-eta9", mfTurboOpt{frac: 0.5, regions: 3, own: true, ts: true}, true},
+		{"asha-gp-fid-trts", "", mfTurboOpt{}, false},
+		{"asha-gp-fid-turbo50-trts-trts", "", mfTurboOpt{}, false},
 	} {
 		base, got, ok := mfSplitTurbo(tc.in)
 		if ok != tc.ok || (ok && (got != tc.want || base != tc.base)) {
@@ -244,12 +247,75 @@ func TestMFTurboAdapt(t *testing.T) {
 // TestMFTurboRun: the -turboP methods run through -mf like the others.
 func TestMFTurboRun(t *testing.T) {
 	p := curveProblem(braninProblem(), 9, 8)
-	for _, m := range []string{"asha-gp-fid-turbo50", "asha-gp-fid-min3-turbo100-trm3-eta9", "hb-gp-fid-turbo50-trown-trf3"} {
+	for _, m := range []string{"asha-gp-fid-turbo50", "asha-gp-fid-min3-turbo100-trm3-eta9", "hb-gp-fid-turbo50-trown-trf3", "asha-gp-fid-turbo50-trm3-trts"} {
 		for _, cont := range []bool{false, true} {
 			checkMFRun(t, p, braninProblem().optimum, m, cont, 10) // hyperband_mf_test.go
 		}
 	}
 	if _, err := mfRun(p, "asha-gp-fid-turbo50-trm2-trm2", false, 1, 50); err == nil || !strings.Contains(err.Error(), "-turboP") {
 		t.Errorf("repeated -trmM: %v", err)
+	}
+}
+
+// TestMFTurboTS: with -trts each proposal is the lowest of one posterior
+// sample at full fidelity over the regions' candidates: 40 proposals from
+// one state (nothing observed in between) come from more than one of
+// three regions and differ from each other, each lies within its
+// region's box, and the GP predicts them better on average than
+// candidates of the same regions drawn at random.
+func TestMFTurboTS(t *testing.T) {
+	m, p, _ := turboWarm(t, mfTurboOpt{frac: 1, regions: 3, ts: true})
+	regions := map[int]int{}
+	distinct := map[string]bool{}
+	var picked []tunables.Point
+	for range 40 {
+		q, err := m.propose(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, ok := m.owner[pointKey(q)]
+		if !ok {
+			t.Fatalf("proposal %v belongs to no region", q)
+		}
+		g := m.regs[j]
+		c := m.seen[g.centre]
+		for i, v := range q {
+			step := 0.0
+			if l := p.dims[i].Levels; l > 1 {
+				step = 1 / float64(l-1)
+			}
+			if v < 0 || v > 1 || math.Abs(v-c[i]) > g.side/2+step/2+1e-12 {
+				t.Errorf("coordinate %d = %v outside region %d (centre %v, side %v)", i, v, j, c[i], g.side)
+			}
+		}
+		regions[j]++
+		distinct[pointKey(q)] = true
+		picked = append(picked, m.gf.point(q))
+	}
+	t.Logf("proposals per region %v, %d distinct", regions, len(distinct))
+	if len(regions) < 2 || len(distinct) < 30 {
+		t.Errorf("proposals per region %v, %d distinct of 40: want several regions and distinct proposals", regions, len(distinct))
+	}
+	var random []tunables.Point
+	for _, g := range m.regs {
+		for _, q := range m.candidates(g)[:40] {
+			random = append(random, m.gf.point(q))
+		}
+	}
+	mean := func(xs []tunables.Point) float64 {
+		pred, _, ok, err := m.gf.gp.PredictFull(xs, false)
+		if err != nil || !ok {
+			t.Fatalf("PredictFull: ok %v, err %v", ok, err)
+		}
+		s := 0.0
+		for _, p := range pred {
+			s += p.Mean
+		}
+		return s / float64(len(pred))
+	}
+	mp, mr := mean(picked), mean(random)
+	t.Logf("mean prediction of the proposals %.4f, of random candidates %.4f", mp, mr)
+	if mp >= mr {
+		t.Errorf("mean prediction of the proposals %.4f, not below random candidates' %.4f", mp, mr)
 	}
 }
