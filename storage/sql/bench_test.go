@@ -246,3 +246,44 @@ func BenchmarkOpen(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNewTrialBudget measures NewTrial of a new configuration in an
+// experiment that holds 1,000 or 10,000 trials of distinct configurations,
+// without a budget of configurations and with one (TrialSpec.MaxConfigs,
+// which the scheduler sets to max_suggestions: one count over the
+// experiment's trials per stored trial), on SQLite.
+func BenchmarkNewTrialBudget(b *testing.B) {
+	ctx := context.Background()
+	for _, held := range []int{1000, 10000} {
+		cfg := sqliteBackend.fresh(b)
+		st, err := Open(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		exp, _, err := st.Experiment(ctx, storage.ExperimentInfo{ID: "e", Objectives: []storage.Objective{{Name: "score", Direction: "min"}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range held {
+			if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": strconv.Itoa(i)}, Metadata: map[string]string{"repeat_i": "1"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		next := held
+		for _, budget := range []int{0, 1 << 30} {
+			name := "held=" + strconv.Itoa(held) + "/budget=off"
+			if budget > 0 {
+				name = "held=" + strconv.Itoa(held) + "/budget=on"
+			}
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					next++
+					if _, err := exp.NewTrial(ctx, storage.TrialSpec{Params: map[string]string{"x": strconv.Itoa(next)}, Metadata: map[string]string{"repeat_i": "1"}, MaxConfigs: budget}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		st.Close()
+	}
+}

@@ -83,6 +83,11 @@ type Store struct {
 	schemaReady bool
 	layout      layout // what the database lacks of bench's schema, set with schemaReady
 
+	// held: each experiment's configurations, counted incrementally by
+	// checkBudget (trials.go).
+	heldMu sync.Mutex
+	held   map[string]*heldConfigSet
+
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*dbsql.Stmt
 	wanted map[stmtKey]bool

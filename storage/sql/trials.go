@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benchtune/bench/storage"
@@ -73,21 +74,77 @@ func (e *experiment) lockExperiment(ctx context.Context, r runner) error {
 // stores a trial of the experiment holds the lock until it commits, and
 // each statement of a write transaction reads what committed before it
 // (READ COMMITTED on PostgreSQL and MySQL/MariaDB, one writer on
-// SQLite). One statement counts both, from mlos_bench's own tables.
+// SQLite). The configurations are counted from mlos_bench's own tables,
+// incrementally (heldConfigs): a check reads only the trials stored since
+// this process's last one.
 func (e *experiment) checkBudget(ctx context.Context, r runner, hash string, max int) error {
 	if err := e.lockExperiment(ctx, r); err != nil {
 		return err
 	}
-	var configs, held int64
-	err := r.queryRow(ctx, `SELECT COUNT(DISTINCT t.config_id), COALESCE(SUM(CASE WHEN c.config_hash = ? THEN 1 ELSE 0 END), 0)
-		FROM trial t JOIN config c ON c.config_id = t.config_id WHERE t.exp_id = ?`, hash, e.info.ID).Scan(&configs, &held)
-	if err != nil {
+	h := e.s.heldConfigs(e.info.ID)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.refresh(ctx, r, e.info.ID); err != nil {
 		return fmt.Errorf("storage: count the configurations of %q: %w", e.info.ID, e.s.scrub(err))
 	}
-	if held == 0 && configs >= int64(max) {
-		return fmt.Errorf("%w: experiment %q holds %d configurations (max_suggestions %d)", storage.ErrBudgetSpent, e.info.ID, configs, max)
+	if len(h.ids) < max {
+		return nil
 	}
-	return nil
+	var id int64
+	err := r.queryRow(ctx, `SELECT config_id FROM config WHERE config_hash = ?`, hash).Scan(&id)
+	if err != nil && !errors.Is(err, dbsql.ErrNoRows) {
+		return fmt.Errorf("storage: count the configurations of %q: %w", e.info.ID, e.s.scrub(err))
+	}
+	if err == nil && h.ids[id] {
+		return nil // a configuration the experiment holds
+	}
+	return fmt.Errorf("%w: experiment %q holds %d configurations (max_suggestions %d)", storage.ErrBudgetSpent, e.info.ID, len(h.ids), max)
+}
+
+// heldConfigSet is the set of configurations an experiment's trials
+// hold, as read up to trial lastID (Store.heldConfigs). Trial ids are
+// allocated in order under the experiment's lock and trials are never
+// deleted, so the trials stored since are those with larger ids: a read
+// under the lock brings the set up to date exactly.
+type heldConfigSet struct {
+	mu     sync.Mutex
+	lastID int64
+	ids    map[int64]bool
+}
+
+// refresh adds the configurations of the trials stored since the last
+// read (the caller holds the experiment's lock and h.mu).
+func (h *heldConfigSet) refresh(ctx context.Context, r runner, expID string) error {
+	rows, err := r.query(ctx, `SELECT trial_id, config_id FROM trial WHERE exp_id = ? AND trial_id > ?`, expID, h.lastID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, cfg int64
+		if err := rows.Scan(&id, &cfg); err != nil {
+			return err
+		}
+		h.ids[cfg] = true
+		h.lastID = max(h.lastID, id)
+	}
+	return rows.Err()
+}
+
+// heldConfigs returns the experiment's set of held configurations
+// (checkBudget), one per experiment for the store's life.
+func (s *Store) heldConfigs(expID string) *heldConfigSet {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if s.held == nil {
+		s.held = map[string]*heldConfigSet{}
+	}
+	h := s.held[expID]
+	if h == nil {
+		h = &heldConfigSet{ids: map[int64]bool{}}
+		s.held[expID] = h
+	}
+	return h
 }
 
 // checkClaim is TrialSpec.Claim: under the experiment's lock (taken here
