@@ -33,40 +33,7 @@ func TestDriversShareOneExperiment(t *testing.T) {
 					st, _ := freshMySQLStorage(t, dir)
 					args = append(args, "--storage", st, "--globals", "mysql-globals.jsonc")
 				}
-				tmp := t.TempDir()
-				cmds := make([]*exec.Cmd, drivers)
-				outs := make([]*bytes.Buffer, drivers)
-				for i := range cmds {
-					outs[i] = &bytes.Buffer{}
-					cmds[i] = exec.Command(benchBin, args...)
-					cmds[i].Dir = dir
-					cmds[i].Env = append(os.Environ(), "TMPDIR="+tmp)
-					cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
-				}
-				for _, c := range cmds {
-					if err := c.Start(); err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = c.Process.Kill() })
-				}
-				for i, c := range cmds {
-					done := make(chan error, 1)
-					go func() { done <- c.Wait() }()
-					var err error
-					select {
-					case err = <-done:
-					case <-time.After(3 * time.Minute):
-						_ = c.Process.Kill()
-						t.Fatalf("driver %d still runs after 3 minutes\n%s", i+1, outs[i])
-					}
-					var ee *exec.ExitError
-					if err != nil && !errors.As(err, &ee) {
-						t.Fatal(err)
-					}
-					if err != nil {
-						t.Errorf("driver %d: %v\n%s", i+1, err, outs[i])
-					}
-				}
+				outs := runDrivers(t, dir, drivers, func(int) []string { return args }, nil)
 				b, err := os.ReadFile(filepath.Join(dir, "runs"))
 				if err != nil {
 					t.Fatal(err)
@@ -109,47 +76,16 @@ func TestDriversShareOneBudget(t *testing.T) {
 					st, _ := freshMySQLStorage(t, dir)
 					extra = []string{"--storage", st, "--globals", "mysql-globals.jsonc"}
 				}
-				tmp := t.TempDir()
-				cmds := make([]*exec.Cmd, drivers)
-				outs := make([]*bytes.Buffer, drivers)
-				for i := range cmds {
+				outs := runDrivers(t, dir, drivers, func(i int) []string {
 					opt := fmt.Sprintf("opt%d.jsonc", i)
 					write(t, dir, opt, fmt.Sprintf(`{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
 						"config": {"optimizer_type": "RANDOM", "max_suggestions": 8, "seed": %d}}`, 3+i), 0o644)
-					args := append([]string{"run", "--environment", "env.jsonc", "--optimizer", opt, "--experiment_id", "D", "--no-progress"}, extra...)
-					outs[i] = &bytes.Buffer{}
-					cmds[i] = exec.Command(benchBin, args...)
-					cmds[i].Dir = dir
-					cmds[i].Env = append(os.Environ(), "TMPDIR="+tmp)
-					cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
-				}
-				for _, c := range cmds {
-					if err := c.Start(); err != nil {
-						t.Fatal(err)
+					return append([]string{"run", "--environment", "env.jsonc", "--optimizer", opt, "--experiment_id", "D", "--no-progress"}, extra...)
+				}, func(i int, out string) {
+					if want := "End reason: budget spent: max_suggestions 8"; !strings.Contains(out, want) {
+						t.Errorf("driver %d does not say %q:\n%s", i+1, want, out)
 					}
-					t.Cleanup(func() { _ = c.Process.Kill() })
-				}
-				for i, c := range cmds {
-					done := make(chan error, 1)
-					go func() { done <- c.Wait() }()
-					var err error
-					select {
-					case err = <-done:
-					case <-time.After(3 * time.Minute):
-						_ = c.Process.Kill()
-						t.Fatalf("driver %d still runs after 3 minutes\n%s", i+1, outs[i])
-					}
-					var ee *exec.ExitError
-					if err != nil && !errors.As(err, &ee) {
-						t.Fatal(err)
-					}
-					if err != nil {
-						t.Errorf("driver %d: %v\n%s", i+1, err, outs[i])
-					}
-					if want := "End reason: budget spent: max_suggestions 8"; !strings.Contains(outs[i].String(), want) {
-						t.Errorf("driver %d does not say %q:\n%s", i+1, want, outs[i])
-					}
-				}
+				})
 				b, err := os.ReadFile(filepath.Join(dir, "runs"))
 				if err != nil {
 					t.Fatal(err)
@@ -170,4 +106,50 @@ func TestDriversShareOneBudget(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runDrivers starts drivers `bench run` processes in dir at once (driver
+// i with the arguments args(i)), waits for each (3 minutes at most) and
+// fails the test for one that exits non-zero; check, if given, looks at
+// each driver's output. It returns the outputs.
+func runDrivers(t *testing.T, dir string, drivers int, args func(i int) []string, check func(i int, out string)) []*bytes.Buffer {
+	t.Helper()
+	tmp := t.TempDir()
+	cmds := make([]*exec.Cmd, drivers)
+	outs := make([]*bytes.Buffer, drivers)
+	for i := range cmds {
+		outs[i] = &bytes.Buffer{}
+		cmds[i] = exec.Command(benchBin, args(i)...)
+		cmds[i].Dir = dir
+		cmds[i].Env = append(os.Environ(), "TMPDIR="+tmp)
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+	}
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill() })
+	}
+	for i, c := range cmds {
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(3 * time.Minute):
+			_ = c.Process.Kill()
+			t.Fatalf("driver %d still runs after 3 minutes\n%s", i+1, outs[i])
+		}
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		if err != nil {
+			t.Errorf("driver %d: %v\n%s", i+1, err, outs[i])
+		}
+		if check != nil {
+			check(i, outs[i].String())
+		}
+	}
+	return outs
 }
