@@ -34,23 +34,7 @@ func TestDriversShareOneExperiment(t *testing.T) {
 					args = append(args, "--storage", st, "--globals", "mysql-globals.jsonc")
 				}
 				outs := runDrivers(t, dir, drivers, func(int) []string { return args }, nil)
-				b, err := os.ReadFile(filepath.Join(dir, "runs"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				runs := strings.Split(strings.TrimSpace(string(b)), "\n")
-				sort.Strings(runs)
-				distinct := map[string]bool{}
-				for _, r := range runs {
-					distinct[r] = true
-				}
-				t.Logf("%d executions of %d configurations", len(runs), len(distinct))
-				if len(runs) != 8 || len(distinct) != 8 {
-					t.Errorf("%d executions of %d configurations, want 8 of 8: %v", len(runs), len(distinct), runs)
-					for i := range outs {
-						t.Logf("driver %d:\n%s", i+1, outs[i])
-					}
-				}
+				wantEachRunOnce(t, dir, 8, outs)
 			})
 		}
 	}
@@ -86,23 +70,7 @@ func TestDriversShareOneBudget(t *testing.T) {
 						t.Errorf("driver %d does not say %q:\n%s", i+1, want, out)
 					}
 				})
-				b, err := os.ReadFile(filepath.Join(dir, "runs"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				runs := strings.Split(strings.TrimSpace(string(b)), "\n")
-				sort.Strings(runs)
-				distinct := map[string]bool{}
-				for _, r := range runs {
-					distinct[r] = true
-				}
-				t.Logf("%d executions of %d configurations", len(runs), len(distinct))
-				if len(runs) != 8 || len(distinct) != 8 {
-					t.Errorf("%d executions of %d configurations, want 8 of 8: %v", len(runs), len(distinct), runs)
-					for i := range outs {
-						t.Logf("driver %d:\n%s", i+1, outs[i])
-					}
-				}
+				wantEachRunOnce(t, dir, 8, outs)
 			})
 		}
 	}
@@ -152,4 +120,28 @@ func runDrivers(t *testing.T, dir string, drivers int, args func(i int) []string
 		}
 	}
 	return outs
+}
+
+// wantEachRunOnce checks the runs file the drivers' trials appended to:
+// n executions of n distinct configurations (each run once in all); on
+// failure it logs every driver's output.
+func wantEachRunOnce(t *testing.T, dir string, n int, outs []*bytes.Buffer) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := strings.Split(strings.TrimSpace(string(b)), "\n")
+	sort.Strings(runs)
+	distinct := map[string]bool{}
+	for _, r := range runs {
+		distinct[r] = true
+	}
+	t.Logf("%d executions of %d configurations", len(runs), len(distinct))
+	if len(runs) != n || len(distinct) != n {
+		t.Errorf("%d executions of %d configurations, want %d of %d: %v", len(runs), len(distinct), n, n, runs)
+		for i := range outs {
+			t.Logf("driver %d:\n%s", i+1, outs[i])
+		}
+	}
 }
