@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -110,12 +111,7 @@ func JobName(experimentID string, trialID int) string {
 // user, another checkout) or an earlier experiment of the same id with
 // other values. Letters, digits, '-', '_' and '.' only.
 func SubmitName(job Job) string {
-	var head struct {
-		ExperimentID string            `json:"experiment_id"`
-		TrialID      int               `json:"trial_id"`
-		Params       map[string]string `json:"params"`
-		Dir          string            `json:"dir"`
-	}
+	var head trialHead
 	_ = json.Unmarshal(job.Request, &head)
 	// json.Marshal sorts map keys: the same values give the same bytes.
 	key, _ := json.Marshal(head)
@@ -125,6 +121,32 @@ func SubmitName(job Job) string {
 		name = name[:80]
 	}
 	return fmt.Sprintf("%s.%d.%s", jobNameBad.ReplaceAllString(name, "_"), job.Attempt, hex.EncodeToString(sum[:4]))
+}
+
+// trialHead is what tells which trial a request runs (SubmitName,
+// SameTrial).
+type trialHead struct {
+	ExperimentID string            `json:"experiment_id"`
+	TrialID      int               `json:"trial_id"`
+	Params       map[string]string `json:"params"`
+	Dir          string            `json:"dir"`
+}
+
+// SameTrial reports whether two requests run the same trial, as
+// SubmitName tells trials apart: the same experiment, trial id, tunable
+// values and driver's folder. What a restarted driver changes by itself
+// does not count: its claim, the runner it hands the trial to, its
+// launcher arguments (a log level added), its device slot. An engine that
+// finds a run an earlier, killed bench started but did not record takes
+// it as the job when SameTrial holds (a recorded job is re-attached to
+// whatever the new driver's arguments are; so is this one). A request
+// that cannot be read is no trial's.
+func SameTrial(a, b []byte) bool {
+	var ha, hb trialHead
+	if json.Unmarshal(a, &ha) != nil || json.Unmarshal(b, &hb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(ha, hb)
 }
 
 // SafeArgs returns argv without the values of extra "--key value" or

@@ -181,6 +181,92 @@ func TestSSHPoolKillAndReattach(t *testing.T) {
 	}
 }
 
+// TestSSHPoolKillBeforeRecord: bench is SIGKILLed after starting jobs on
+// the hosts but before recording them with their trials (the window
+// between Submit and the trial's engine job being stored; the test
+// clears the recorded jobs, as a kill inside that window leaves them).
+// The restarted bench, with other launcher arguments (a log level),
+// submits those trials again: the SSH pool finds each run on its host
+// and re-attaches to it, and every trial's script runs once.
+func TestSSHPoolKillBeforeRecord(t *testing.T) {
+	e := getSSHPoolEnv(t)
+	const n = 6
+	dir := sshPoolExperiment(t, e, n, "2", e.knownHosts, [2]int{e.port, 2}, [2]int{e.port2, 2})
+	tmp := t.TempDir()
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
+		"--experiment_id", "SR", "--no-progress"}
+	cmd := startBench(t, dir, tmp, "bench", args...)
+	deadline := time.Now().Add(90 * time.Second)
+	for len(startedCounts(t, dir)) < 4 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
+			t.Fatalf("trials did not start:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	first := startedCounts(t, dir)
+	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The unfinished trials with a recorded job, and of them those whose
+	// script had started: each must be re-attached to.
+	rows, err := db.Query(`SELECT trial_id FROM trial WHERE exp_id = 'SR' AND ts_end IS NULL AND engine_job IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cleared, startedCleared int
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		cleared++
+		if first[strconv.Itoa(id)] > 0 {
+			startedCleared++
+		}
+	}
+	_ = rows.Close()
+	if _, err := db.Exec(`UPDATE trial SET engine = NULL, engine_job = NULL, engine_request = NULL, engine_submits = NULL
+		WHERE exp_id = 'SR' AND ts_end IS NULL AND engine_job IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if startedCleared < 3 {
+		t.Fatalf("%d unfinished trials with a recorded job had started at the kill (of %d), want at least 3", startedCleared, cleared)
+	}
+	r := runBench(t, dir, append(args, "--log_level", "INFO")...)
+	if r.code != 0 {
+		log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
+		t.Fatalf("restarted bench: exit %d\n%s%s\nfirst run:\n%s", r.code, r.stdout, r.stderr, log)
+	}
+	stored := trialRows(t, filepath.Join(dir, "bench.sqlite"), "SR")
+	if len(stored) != n {
+		t.Fatalf("%d trials stored, want %d", len(stored), n)
+	}
+	for id, st := range stored {
+		if st != "SUCCEEDED" {
+			t.Errorf("trial %d: %s", id, st)
+		}
+	}
+	for id, runs := range startedCounts(t, dir) {
+		if runs != 1 {
+			t.Errorf("trial %s ran %d times (started before the kill: %v)\n%s", id, runs, first, r.stderr)
+		}
+	}
+	if got := strings.Count(r.stderr, "re-attaching to it"); got < startedCleared {
+		t.Errorf("the SSH pool re-attached to %d runs, want at least %d (the unfinished trials started before the kill)\n%s", got, startedCleared, r.stderr)
+	}
+	for id, job := range engineJobHosts(t, dir, "SR") {
+		if eng, _, _ := strings.Cut(job, "@"); eng != "ssh/1" {
+			t.Errorf("trial %d: engine job %s, want ssh/1 (submitted once)", id, job)
+		}
+	}
+}
+
 // TestSSHPoolHostGoesAway: one of the two hosts goes away in the middle
 // of the experiment (its sshd and the trials running there are killed).
 // Its trials are found lost, relaunched with the same request on the

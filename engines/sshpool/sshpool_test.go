@@ -586,17 +586,18 @@ func TestReattach(t *testing.T) {
 // TestResubmitAfterRestart: a bench killed after starting a job but
 // before recording it submits the job again after its restart. A fresh
 // engine finds the run on whichever host holds it and re-attaches to it
-// when the request is the same (but for the driver's claim): it runs once.
-// A different request for the same job replaces the run.
+// when the request runs the same trial (engines.SameTrial; the driver's
+// claim may differ): it runs once. A request of another trial (other
+// values) under the same job name replaces the run.
 func TestResubmitAfterRestart(t *testing.T) {
 	e := getEnv(t)
 	p := newPool(t, e, []HostConfig{e.hostAt(e.port, 1, ""), e.hostAt(e.port2, 1, "")})
-	req := func(owner string, sleep int) []byte {
-		return []byte(fmt.Sprintf(`{"id": "bench-again-1", "sleep": %d, "owner": "%s", "params": {"x": "1"}}`, sleep, owner))
+	req := func(owner string, sleep int, x string) []byte {
+		return []byte(fmt.Sprintf(`{"id": "bench-again-1", "sleep": %d, "owner": "%s", "params": {"x": "%s"}}`, sleep, owner, x))
 	}
 	// Occupy the first host so that the job lands on the second.
 	p.submit("bench-again-0", 3)
-	b1, err := p.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-1", 1)})
+	b1, err := p.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-1", 1, "1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +614,7 @@ func TestResubmitAfterRestart(t *testing.T) {
 	}
 	defer q.Close()
 	qp := &pool{Engine: q, t: t, root: p.root}
-	b2, err := q.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-2", 1)})
+	b2, err := q.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-2", 1, "1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +631,7 @@ func TestResubmitAfterRestart(t *testing.T) {
 	}
 	// Another request under the same job name (the experiment was
 	// recreated with other values): a new run, not the old outcome.
-	b3, err := q.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-3", 0)})
+	b3, err := q.Submit(context.Background(), engines.Job{Name: "bench-again-1", Request: req("driver-3", 0, "2")})
 	if err != nil {
 		t.Fatal(err)
 	}

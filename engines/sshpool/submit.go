@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -43,17 +42,18 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	base := fmt.Sprintf("%s.%d", job.Name, job.Attempt)
 	// A bench killed between starting a job and recording it submits it
 	// again after its restart: the run may already be on a host.
-	e.prepareAll(ctx)
-	if h, r, ok := e.adoptEarlier(ctx, base, job); ok {
+	tried := e.prepareAll(ctx)
+	if h, r, ok := e.adoptEarlier(ctx, base, job, tried); ok {
 		e.mu.Lock()
 		e.hold(h, job.Name, r.key())
 		e.mu.Unlock()
 		return json.Marshal(r)
 	}
 	var r ref
+	adopted := false
 	// The slot is held under a provisional key until the run directory
 	// is known.
-	h, err := e.place(ctx, base, job.Name, base, func(h *host) error { return e.submitOn(ctx, h, base, job, &r) })
+	h, err := e.place(ctx, base, job.Name, base, func(h *host) error { return e.submitOn(ctx, h, base, job, &r, &adopted) })
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,9 @@ func (e *Engine) Submit(ctx context.Context, job engines.Job) (engines.Ref, erro
 	if err != nil {
 		return nil, err
 	}
-	slog.Debug("ssh pool: submitted", "job", base, "host", h.addr, "run", r.Run)
+	if !adopted {
+		slog.Debug("ssh pool: submitted", "job", base, "host", h.addr, "run", r.Run)
+	}
 	return b, nil
 }
 
@@ -98,11 +100,30 @@ func (e *Engine) supersede(job string) {
 }
 
 // submitOn writes the request and starts the job on h; r is filled in.
-func (e *Engine) submitOn(ctx context.Context, h *host, base string, job engines.Job, r *ref) error {
+// When h already holds a started run of the same job and attempt for the
+// same trial (left by an earlier bench, on a host adoptEarlier could not
+// look at), that run is the job: nothing is written or started and
+// *adopted is set.
+func (e *Engine) submitOn(ctx context.Context, h *host, base string, job engines.Job, r *ref, adopted *bool) error {
 	if err := e.prepare(ctx, h); err != nil {
 		return err
 	}
 	*r = e.refOn(h, base, job)
+	h.prepMu.Lock()
+	earlier := h.runs[base]
+	h.prepMu.Unlock()
+	if earlier {
+		same, err := e.sameRunThere(ctx, h, *r, job.Request)
+		if err != nil {
+			return err
+		}
+		if same {
+			slog.Info("ssh pool: the job already runs (or ran) on a host, for the same trial; re-attaching to it",
+				"job", base, "host", h.addr, "run", r.Run)
+			*adopted = true
+			return nil
+		}
+	}
 	if err := h.h.WriteFile(ctx, r.Request, job.Request, 0o600); err != nil {
 		return err
 	}
@@ -135,8 +156,8 @@ func (e *Engine) refOn(h *host, base string, job engines.Job) ref {
 }
 
 // sameRunThere reports whether r's run directory on h holds a started
-// run of the same request (the same trial, values, arguments and folder;
-// the driver's claim and runner id may differ).
+// run of the same trial (engines.SameTrial: the driver's claim, runner,
+// arguments and device slot may differ).
 func (e *Engine) sameRunThere(ctx context.Context, h *host, r ref, request []byte) (bool, error) {
 	st, err := h.h.PeekDetached(ctx, r.Run)
 	if err != nil || !st.Started {
@@ -148,21 +169,7 @@ func (e *Engine) sameRunThere(ctx context.Context, h *host, r ref, request []byt
 	} else if err != nil {
 		return false, err
 	}
-	return sameRequest(old, request), nil
-}
-
-// sameRequest compares two requests' JSON without their owner and runner
-// id.
-func sameRequest(a, b []byte) bool {
-	var ma, mb map[string]any
-	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
-		return false
-	}
-	for _, k := range []string{"owner", "trial_runner_id"} {
-		delete(ma, k)
-		delete(mb, k)
-	}
-	return reflect.DeepEqual(ma, mb)
+	return engines.SameTrial(old, request), nil
 }
 
 // start starts script detached in run; a run directory left by an
@@ -254,9 +261,14 @@ func (e *Engine) prepare(ctx context.Context, h *host) error {
 }
 
 // prepareAll prepares every usable host at once (bounded by a minute),
-// so that Submit knows where an earlier bench left runs.
-func (e *Engine) prepareAll(ctx context.Context) {
+// so that Submit knows where an earlier bench left runs. A host that fails
+// for a reason a retry may fix is tried once more after a short pause (a
+// run missed there would be started again elsewhere); its failure counts
+// once. It returns the hosts it tried, on its first call only.
+func (e *Engine) prepareAll(ctx context.Context) map[*host]bool {
+	var tried map[*host]bool
 	e.prepOnce.Do(func() {
+		tried = map[*host]bool{}
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -268,10 +280,18 @@ func (e *Engine) prepareAll(ctx context.Context) {
 			if !usable {
 				continue
 			}
+			tried[h] = true
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				err := e.prepare(ctx, h)
+				if err != nil && !ssh.IsPermanent(err) && ctx.Err() == nil {
+					select {
+					case <-time.After(prepRetryPause):
+						err = e.prepare(ctx, h)
+					case <-ctx.Done():
+					}
+				}
 				e.noteResult(ctx, h, err)
 				if err != nil {
 					slog.Warn("ssh pool: cannot reach a host", "host", h.addr, "err", err)
@@ -280,27 +300,56 @@ func (e *Engine) prepareAll(ctx context.Context) {
 		}
 		wg.Wait()
 	})
+	return tried
 }
 
+// prepRetryPause is how long prepareAll waits before trying a host again.
+const prepRetryPause = 500 * time.Millisecond
+
 // adoptEarlier looks for base's run left by an earlier bench on any
-// usable host and, when it holds the same request, takes it as the job.
-func (e *Engine) adoptEarlier(ctx context.Context, base string, job engines.Job) (*host, ref, bool) {
+// usable host and, when it runs the same trial, takes it as the job.
+// A usable host not prepared yet (prepareAll could not reach it, or it
+// was set aside then), unless this very call's prepareAll just tried it,
+// is prepared first (its runs are listed), so that a run there is not
+// missed and started again elsewhere; one that still cannot be reached
+// is left out, its failure counted (a host that is gone gets its jobs
+// relaunched elsewhere).
+func (e *Engine) adoptEarlier(ctx context.Context, base string, job engines.Job, tried map[*host]bool) (*host, ref, bool) {
 	now := time.Now()
 	for _, h := range e.hosts {
-		h.prepMu.Lock()
-		found := h.prepped && h.runs[base]
-		h.prepMu.Unlock()
 		e.mu.Lock()
 		usable := h.usable(now)
 		e.mu.Unlock()
-		if !found || !usable {
+		if !usable {
+			continue
+		}
+		h.prepMu.Lock()
+		prepped := h.prepped
+		h.prepMu.Unlock()
+		if !prepped && tried[h] {
+			continue
+		}
+		if !prepped {
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := e.prepare(pctx, h)
+			cancel()
+			e.noteResult(ctx, h, err)
+			if err != nil {
+				slog.Warn("ssh pool: cannot reach a host to look for a run left there", "host", h.addr, "job", base, "err", err)
+				continue
+			}
+		}
+		h.prepMu.Lock()
+		found := h.runs[base]
+		h.prepMu.Unlock()
+		if !found {
 			continue
 		}
 		r := e.refOn(h, base, job)
 		same, err := e.sameRunThere(ctx, h, r, job.Request)
 		e.noteResult(ctx, h, err)
 		if err == nil && same {
-			slog.Info("ssh pool: the job already runs (or ran) on a host with the same request; re-attaching to it",
+			slog.Info("ssh pool: the job already runs (or ran) on a host, for the same trial; re-attaching to it",
 				"job", base, "host", h.addr, "run", r.Run)
 			return h, r, true
 		}
