@@ -351,21 +351,12 @@ func (s *Store) refuseForeign(ctx context.Context) error {
 // adoptMlos adopts an mlos_bench database, in one transaction: either all
 // of it is done or nothing. It does nothing to other databases, and fails
 // with ErrForeignSchema on the ones bench must not touch. The caller holds
-// writeMu where the dialect serializes writers.
+// writeMu where the dialect serializes writers. (SQLite databases are
+// adopted by migrateSQLite, in the transaction that migrates them.)
 func (s *Store) adoptMlos(ctx context.Context) error {
 	kind, _, ok, err := s.examine(ctx, s.db)
 	if err != nil || !ok || kind != kindMlos {
 		return err
-	}
-	var (
-		ts, bigint string
-		gd         database.Dialect
-	)
-	switch s.dialect.(type) {
-	case sqliteDialect:
-		ts, bigint, gd = "TIMESTAMP", "INTEGER", database.DialectSQLite3
-	case postgresDialect:
-		ts, bigint, gd = "TIMESTAMPTZ", "BIGINT", database.DialectPostgres
 	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -383,45 +374,74 @@ func (s *Store) adoptMlos(ctx context.Context) error {
 	if err != nil || kind != kindMlos {
 		return err
 	}
-	fail := func(what string, err error) error {
-		return fmt.Errorf("storage: adopt the mlos_bench database %s (%s); it was left unchanged: %w", s.describe, what, s.scrub(err))
+	if err := s.adoptIn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.adoptFailed("commit", err)
+	}
+	s.logAdopted(rev)
+	return nil
+}
+
+// adoptFailed is the error of an adoption that failed doing what.
+func (s *Store) adoptFailed(what string, err error) error {
+	return fmt.Errorf("storage: adopt the mlos_bench database %s (%s); it was left unchanged: %w", s.describe, what, s.scrub(err))
+}
+
+func (s *Store) logAdopted(rev string) {
+	s.log.Info("adopted an mlos_bench database: added bench's tables and columns; mlos_bench's tables, rows and alembic_version are unchanged",
+		"storage", s.describe, "mlos_bench_revision", rev, "schema_version", mlosAdoptVersion)
+}
+
+// adoptIn adopts the mlos_bench database in the transaction tx, which
+// found it to be one under the migration lock (PostgreSQL) or the file's
+// write lock (SQLite): it adds bench's columns, tables and indexes, and
+// records versions up to mlosAdoptVersion.
+func (s *Store) adoptIn(ctx context.Context, tx querier) error {
+	var (
+		ts, bigint string
+		gd         database.Dialect
+	)
+	switch s.dialect.(type) {
+	case sqliteDialect:
+		ts, bigint, gd = "TIMESTAMP", "INTEGER", database.DialectSQLite3
+	case postgresDialect:
+		ts, bigint, gd = "TIMESTAMPTZ", "BIGINT", database.DialectPostgres
+	default:
+		return fmt.Errorf("storage: internal error: adopting an mlos_bench database on %s", s.describe)
 	}
 	for _, c := range mlosAddedCols {
 		def := strings.ReplaceAll(c.def, "{TS}", ts)
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", c.table, c.column, def)); err != nil {
-			return fail("add "+c.table+"."+c.column, err)
+			return s.adoptFailed("add "+c.table+"."+c.column, err)
 		}
 	}
 	ddl := strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosAdoptTables)
 	for _, stmt := range strings.Split(ddl, ";") {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			what, _, _ := strings.Cut(strings.Join(strings.Fields(stmt), " "), " (")
-			return fail(strings.ToLower(strings.TrimSuffix(what, " ON trial")), err)
+			return s.adoptFailed(strings.ToLower(strings.TrimSuffix(what, " ON trial")), err)
 		}
 	}
 	store, err := database.NewStore(gd, versionTable)
 	if err != nil {
-		return fail("version table", err)
+		return s.adoptFailed("version table", err)
 	}
 	first := int64(1)
 	if exists, err := versionTableExists(ctx, s, tx); err != nil {
-		return fail("version table", err)
+		return s.adoptFailed("version table", err)
 	} else if !exists {
 		if err := store.CreateVersionTable(ctx, tx); err != nil {
-			return fail("create the version table", err)
+			return s.adoptFailed("create the version table", err)
 		}
 		first = 0
 	}
 	for v := first; v <= mlosAdoptVersion; v++ {
 		if err := store.Insert(ctx, tx, database.InsertRequest{Version: v}); err != nil {
-			return fail("record schema version", err)
+			return s.adoptFailed("record schema version", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fail("commit", err)
-	}
-	s.log.Info("adopted an mlos_bench database: added bench's tables and columns; mlos_bench's tables, rows and alembic_version are unchanged",
-		"storage", s.describe, "mlos_bench_revision", rev, "schema_version", mlosAdoptVersion)
 	return nil
 }
 
