@@ -185,11 +185,12 @@ type sqliteSchema struct {
 func (s *Store) sqliteState(ctx context.Context, q querier) (sqliteSchema, error) {
 	st := sqliteSchema{applied: map[int64]bool{}}
 	var err error
-	if st.kind, st.rev, _, err = s.examine(ctx, q); err != nil {
+	var d dbSchema
+	if st.kind, st.rev, d, _, err = s.examineSchema(ctx, q); err != nil {
 		return st, err
 	}
-	if st.hasTable, err = versionTableExists(ctx, s, q); err != nil || !st.hasTable {
-		return st, err
+	if _, st.hasTable = d[versionTable]; !st.hasTable {
+		return st, nil
 	}
 	rows, err := q.QueryContext(ctx, `SELECT version_id FROM `+versionTable)
 	if err != nil {

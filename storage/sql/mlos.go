@@ -287,9 +287,16 @@ func classify(d dbSchema, revs []string, benchVersion int64) (schemaKind, string
 // examine reads what the database holds (through q) and classifies it.
 // ok is false for dialects adoption does not know.
 func (s *Store) examine(ctx context.Context, q querier) (kind schemaKind, rev string, ok bool, err error) {
-	d, ok, err := s.inspectSchema(ctx, q)
+	kind, rev, _, ok, err = s.examineSchema(ctx, q)
+	return kind, rev, ok, err
+}
+
+// examineSchema is examine, which also returns the tables and columns it
+// read.
+func (s *Store) examineSchema(ctx context.Context, q querier) (kind schemaKind, rev string, d dbSchema, ok bool, err error) {
+	d, ok, err = s.inspectSchema(ctx, q)
 	if err != nil || !ok {
-		return 0, "", ok, err
+		return 0, "", d, ok, err
 	}
 	if _, my := s.dialect.(mysqlDialect); my {
 		// MySQL shows another process's migration half done (its DDL is
@@ -297,47 +304,47 @@ func (s *Store) examine(ctx context.Context, q querier) (kind schemaKind, rev st
 		// database with it is bench's. Otherwise only an mlos_bench
 		// database is told apart (and refused, below).
 		if _, has := d[versionTable]; has {
-			return kindBench, "", true, nil
+			return kindBench, "", d, true, nil
 		}
 	}
 	var revs []string
 	if _, has := d["alembic_version"]; has {
 		rows, err := q.QueryContext(ctx, `SELECT version_num FROM alembic_version`)
 		if err != nil {
-			return 0, "", true, fmt.Errorf("storage: read alembic_version of %s: %w", s.describe, s.scrub(err))
+			return 0, "", d, true, fmt.Errorf("storage: read alembic_version of %s: %w", s.describe, s.scrub(err))
 		}
 		for rows.Next() {
 			var r string
 			if err := rows.Scan(&r); err != nil {
 				rows.Close()
-				return 0, "", true, err
+				return 0, "", d, true, err
 			}
 			revs = append(revs, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, "", true, s.scrub(err)
+			return 0, "", d, true, s.scrub(err)
 		}
 	}
 	var benchVersion int64
 	if _, has := d[versionTable]; has {
 		var v dbsql.NullInt64
 		if err := q.QueryRowContext(ctx, `SELECT MAX(version_id) FROM `+versionTable).Scan(&v); err != nil {
-			return 0, "", true, fmt.Errorf("storage: read the schema version of %s: %w", s.describe, s.scrub(err))
+			return 0, "", d, true, fmt.Errorf("storage: read the schema version of %s: %w", s.describe, s.scrub(err))
 		}
 		benchVersion = v.Int64
 	}
 	kind, rev, err = classify(d, revs, benchVersion)
 	if err != nil {
-		return 0, "", true, fmt.Errorf("storage: %s: %w", s.describe, err)
+		return 0, "", d, true, fmt.Errorf("storage: %s: %w", s.describe, err)
 	}
 	if _, my := s.dialect.(mysqlDialect); my && kind == kindMlos {
 		// MySQL commits DDL statements at once: adoption could not be
 		// all-or-nothing, so an mlos_bench database is left alone.
-		return 0, "", true, fmt.Errorf("storage: %s: %w: it is an mlos_bench database (revision %s); bench opens mlos_bench databases on SQLite and PostgreSQL only, because MySQL cannot change tables inside a transaction; bench left it unchanged: give bench a database of its own",
+		return 0, "", d, true, fmt.Errorf("storage: %s: %w: it is an mlos_bench database (revision %s); bench opens mlos_bench databases on SQLite and PostgreSQL only, because MySQL cannot change tables inside a transaction; bench left it unchanged: give bench a database of its own",
 			s.describe, ErrForeignSchema, rev)
 	}
-	return kind, rev, true, nil
+	return kind, rev, d, true, nil
 }
 
 // refuseForeign fails with ErrForeignSchema when the database holds tables
