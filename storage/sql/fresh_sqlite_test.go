@@ -50,8 +50,8 @@ func sqliteSchemaDump(t *testing.T, path string) []string {
 // transaction or migrated by goose one migration at a time.
 func openFresh(t *testing.T, oneTx bool, logs *logBuffer) string {
 	t.Helper()
-	freshInOneTx = oneTx
-	defer func() { freshInOneTx = true }()
+	sqliteInOneTx = oneTx
+	defer func() { sqliteInOneTx = true }()
 	path := filepath.Join(t.TempDir(), "bench.sqlite")
 	cfg := storage.Config{DriverName: "sqlite", Database: path, Logger: quiet}
 	if logs != nil {

@@ -138,14 +138,19 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 }
 
 // migrateSchema adopts an mlos_bench database, then applies the missing
-// migrations; goose runs each in a transaction of its own, so a failed
-// migration leaves the database at the version before it.
+// migrations. On SQLite both run in one transaction that holds the file's
+// write lock (migrateSQLite). Elsewhere goose runs each migration in a
+// transaction of its own, under a lock that serializes bench processes
+// (pgLocker, mysqlLocker; adoption takes PostgreSQL's too), and reads the
+// versions applied once it holds it. Either way a failed migration leaves
+// the database at the version before it.
 func (s *Store) migrateSchema(ctx context.Context) error {
-	if err := s.adoptMlos(ctx); err != nil {
+	// SQLite: adoption and every missing migration in one transaction
+	// that holds the file's write lock.
+	if done, err := s.migrateSQLite(ctx); err != nil || done {
 		return err
 	}
-	// A new SQLite file: every migration in one transaction.
-	if done, err := s.createFreshSQLite(ctx); err != nil || done {
+	if err := s.adoptMlos(ctx); err != nil {
 		return err
 	}
 	current, latest, err := s.SchemaVersion(ctx)
@@ -153,7 +158,7 @@ func (s *Store) migrateSchema(ctx context.Context) error {
 		return err
 	}
 	if current > latest {
-		return fmt.Errorf("%w: %s has schema version %d, this bench knows versions up to %d; use a newer bench to read it", storage.ErrSchemaTooNew, s.describe, current, latest)
+		return s.tooNew(current, latest)
 	}
 	if current == latest {
 		return nil
@@ -166,6 +171,9 @@ func (s *Store) migrateSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("storage: migrate the schema of %s from version %d to %d: %w", s.describe, current, latest, s.scrub(err))
 	}
+	if len(results) == 0 {
+		return nil // another process migrated it while this one waited for the lock
+	}
 	var applied []string
 	for _, r := range results {
 		applied = append(applied, r.Source.Path)
@@ -176,6 +184,12 @@ func (s *Store) migrateSchema(ctx context.Context) error {
 	}
 	s.log.Log(ctx, level, "storage schema migrated", "storage", s.describe, "from", current, "to", latest, "applied", strings.Join(applied, ","))
 	return nil
+}
+
+// tooNew is the error of a database at schema version current, newer than
+// latest, the newest this bench knows.
+func (s *Store) tooNew(current, latest int64) error {
+	return fmt.Errorf("%w: %s has schema version %d, this bench knows versions up to %d; use a newer bench to read it", storage.ErrSchemaTooNew, s.describe, current, latest)
 }
 
 // Tables lists the tables of the database (for tests and diagnostics).

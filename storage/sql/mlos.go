@@ -287,9 +287,16 @@ func classify(d dbSchema, revs []string, benchVersion int64) (schemaKind, string
 // examine reads what the database holds (through q) and classifies it.
 // ok is false for dialects adoption does not know.
 func (s *Store) examine(ctx context.Context, q querier) (kind schemaKind, rev string, ok bool, err error) {
-	d, ok, err := s.inspectSchema(ctx, q)
+	kind, rev, _, ok, err = s.examineSchema(ctx, q)
+	return kind, rev, ok, err
+}
+
+// examineSchema is examine, which also returns the tables and columns it
+// read.
+func (s *Store) examineSchema(ctx context.Context, q querier) (kind schemaKind, rev string, d dbSchema, ok bool, err error) {
+	d, ok, err = s.inspectSchema(ctx, q)
 	if err != nil || !ok {
-		return 0, "", ok, err
+		return 0, "", d, ok, err
 	}
 	if _, my := s.dialect.(mysqlDialect); my {
 		// MySQL shows another process's migration half done (its DDL is
@@ -297,47 +304,47 @@ func (s *Store) examine(ctx context.Context, q querier) (kind schemaKind, rev st
 		// database with it is bench's. Otherwise only an mlos_bench
 		// database is told apart (and refused, below).
 		if _, has := d[versionTable]; has {
-			return kindBench, "", true, nil
+			return kindBench, "", d, true, nil
 		}
 	}
 	var revs []string
 	if _, has := d["alembic_version"]; has {
 		rows, err := q.QueryContext(ctx, `SELECT version_num FROM alembic_version`)
 		if err != nil {
-			return 0, "", true, fmt.Errorf("storage: read alembic_version of %s: %w", s.describe, s.scrub(err))
+			return 0, "", d, true, fmt.Errorf("storage: read alembic_version of %s: %w", s.describe, s.scrub(err))
 		}
 		for rows.Next() {
 			var r string
 			if err := rows.Scan(&r); err != nil {
 				rows.Close()
-				return 0, "", true, err
+				return 0, "", d, true, err
 			}
 			revs = append(revs, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, "", true, s.scrub(err)
+			return 0, "", d, true, s.scrub(err)
 		}
 	}
 	var benchVersion int64
 	if _, has := d[versionTable]; has {
 		var v dbsql.NullInt64
 		if err := q.QueryRowContext(ctx, `SELECT MAX(version_id) FROM `+versionTable).Scan(&v); err != nil {
-			return 0, "", true, fmt.Errorf("storage: read the schema version of %s: %w", s.describe, s.scrub(err))
+			return 0, "", d, true, fmt.Errorf("storage: read the schema version of %s: %w", s.describe, s.scrub(err))
 		}
 		benchVersion = v.Int64
 	}
 	kind, rev, err = classify(d, revs, benchVersion)
 	if err != nil {
-		return 0, "", true, fmt.Errorf("storage: %s: %w", s.describe, err)
+		return 0, "", d, true, fmt.Errorf("storage: %s: %w", s.describe, err)
 	}
 	if _, my := s.dialect.(mysqlDialect); my && kind == kindMlos {
 		// MySQL commits DDL statements at once: adoption could not be
 		// all-or-nothing, so an mlos_bench database is left alone.
-		return 0, "", true, fmt.Errorf("storage: %s: %w: it is an mlos_bench database (revision %s); bench opens mlos_bench databases on SQLite and PostgreSQL only, because MySQL cannot change tables inside a transaction; bench left it unchanged: give bench a database of its own",
+		return 0, "", d, true, fmt.Errorf("storage: %s: %w: it is an mlos_bench database (revision %s); bench opens mlos_bench databases on SQLite and PostgreSQL only, because MySQL cannot change tables inside a transaction; bench left it unchanged: give bench a database of its own",
 			s.describe, ErrForeignSchema, rev)
 	}
-	return kind, rev, true, nil
+	return kind, rev, d, true, nil
 }
 
 // refuseForeign fails with ErrForeignSchema when the database holds tables
@@ -351,21 +358,12 @@ func (s *Store) refuseForeign(ctx context.Context) error {
 // adoptMlos adopts an mlos_bench database, in one transaction: either all
 // of it is done or nothing. It does nothing to other databases, and fails
 // with ErrForeignSchema on the ones bench must not touch. The caller holds
-// writeMu where the dialect serializes writers.
+// writeMu where the dialect serializes writers. (SQLite databases are
+// adopted by migrateSQLite, in the transaction that migrates them.)
 func (s *Store) adoptMlos(ctx context.Context) error {
 	kind, _, ok, err := s.examine(ctx, s.db)
 	if err != nil || !ok || kind != kindMlos {
 		return err
-	}
-	var (
-		ts, bigint string
-		gd         database.Dialect
-	)
-	switch s.dialect.(type) {
-	case sqliteDialect:
-		ts, bigint, gd = "TIMESTAMP", "INTEGER", database.DialectSQLite3
-	case postgresDialect:
-		ts, bigint, gd = "TIMESTAMPTZ", "BIGINT", database.DialectPostgres
 	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -383,45 +381,74 @@ func (s *Store) adoptMlos(ctx context.Context) error {
 	if err != nil || kind != kindMlos {
 		return err
 	}
-	fail := func(what string, err error) error {
-		return fmt.Errorf("storage: adopt the mlos_bench database %s (%s); it was left unchanged: %w", s.describe, what, s.scrub(err))
+	if err := s.adoptIn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.adoptFailed("commit", err)
+	}
+	s.logAdopted(rev)
+	return nil
+}
+
+// adoptFailed is the error of an adoption that failed doing what.
+func (s *Store) adoptFailed(what string, err error) error {
+	return fmt.Errorf("storage: adopt the mlos_bench database %s (%s); it was left unchanged: %w", s.describe, what, s.scrub(err))
+}
+
+func (s *Store) logAdopted(rev string) {
+	s.log.Info("adopted an mlos_bench database: added bench's tables and columns; mlos_bench's tables, rows and alembic_version are unchanged",
+		"storage", s.describe, "mlos_bench_revision", rev, "schema_version", mlosAdoptVersion)
+}
+
+// adoptIn adopts the mlos_bench database in the transaction tx, which
+// found it to be one under the migration lock (PostgreSQL) or the file's
+// write lock (SQLite): it adds bench's columns, tables and indexes, and
+// records versions up to mlosAdoptVersion.
+func (s *Store) adoptIn(ctx context.Context, tx querier) error {
+	var (
+		ts, bigint string
+		gd         database.Dialect
+	)
+	switch s.dialect.(type) {
+	case sqliteDialect:
+		ts, bigint, gd = "TIMESTAMP", "INTEGER", database.DialectSQLite3
+	case postgresDialect:
+		ts, bigint, gd = "TIMESTAMPTZ", "BIGINT", database.DialectPostgres
+	default:
+		return fmt.Errorf("storage: internal error: adopting an mlos_bench database on %s", s.describe)
 	}
 	for _, c := range mlosAddedCols {
 		def := strings.ReplaceAll(c.def, "{TS}", ts)
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", c.table, c.column, def)); err != nil {
-			return fail("add "+c.table+"."+c.column, err)
+			return s.adoptFailed("add "+c.table+"."+c.column, err)
 		}
 	}
 	ddl := strings.NewReplacer("{TS}", ts, "{BIGINT}", bigint).Replace(mlosAdoptTables)
 	for _, stmt := range strings.Split(ddl, ";") {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			what, _, _ := strings.Cut(strings.Join(strings.Fields(stmt), " "), " (")
-			return fail(strings.ToLower(strings.TrimSuffix(what, " ON trial")), err)
+			return s.adoptFailed(strings.ToLower(strings.TrimSuffix(what, " ON trial")), err)
 		}
 	}
 	store, err := database.NewStore(gd, versionTable)
 	if err != nil {
-		return fail("version table", err)
+		return s.adoptFailed("version table", err)
 	}
 	first := int64(1)
 	if exists, err := versionTableExists(ctx, s, tx); err != nil {
-		return fail("version table", err)
+		return s.adoptFailed("version table", err)
 	} else if !exists {
 		if err := store.CreateVersionTable(ctx, tx); err != nil {
-			return fail("create the version table", err)
+			return s.adoptFailed("create the version table", err)
 		}
 		first = 0
 	}
 	for v := first; v <= mlosAdoptVersion; v++ {
 		if err := store.Insert(ctx, tx, database.InsertRequest{Version: v}); err != nil {
-			return fail("record schema version", err)
+			return s.adoptFailed("record schema version", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fail("commit", err)
-	}
-	s.log.Info("adopted an mlos_bench database: added bench's tables and columns; mlos_bench's tables, rows and alembic_version are unchanged",
-		"storage", s.describe, "mlos_bench_revision", rev, "schema_version", mlosAdoptVersion)
 	return nil
 }
 
