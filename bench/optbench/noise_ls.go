@@ -78,6 +78,9 @@ func lsPriorCheck(w io.Writer) error {
 	if err := acqEffortCheck(w); err != nil { // noise_acq.go
 		return err
 	}
+	if err := gpHyperCheck(w); err != nil { // noise_hyper.go
+		return err
+	}
 	switch gpWarp {
 	case "on":
 	case "off":
@@ -105,6 +108,9 @@ func lsPriorSet(o *bayes.Optimizer, dims int) error {
 	if err := acqEffortSet(o); err != nil { // noise_acq.go
 		return err
 	}
+	if err := gpHyperSet(o); err != nil { // noise_hyper.go
+		return err
+	}
 	if gpWarp == "off" {
 		o.SetOutputWarping(false)
 	}
@@ -117,6 +123,7 @@ func lsPriorSet(o *bayes.Optimizer, dims int) error {
 
 // noiseLSFlags adds the flag of this file to optbench's.
 func noiseLSFlags(fs *flag.FlagSet) {
+	gpHyperFlags(fs) // noise_hyper.go
 	fs.StringVar(&acqEffortArg, "acq-effort", "", "with -noise: an experiment: every GP's acquisition optimiser, R,S[,G]: R random candidates (default 256), the S best refined (default 3) and the G best random ones (default 0) ('': the defaults)")
 	fs.StringVar(&gpWarp, "gp-warp", "on", "with -noise: an experiment: off turns every GP's output warping off")
 	fs.BoolVar(&acqDiag, "acq-diag", false, "with -noise and -funcs hartmann6: instead, a diagnostic of the acquisition's optimiser on the noise-free GP (noise_acq.go)")

@@ -18,6 +18,11 @@ type acq struct {
 	dmu, dv []float64
 	grad    []float64
 	dimsBuf []int
+
+	// parts: the integrated acquisition (hypermc.go), the log of the EI
+	// averaged over these posteriors; nil: g's alone.
+	parts  []acqPart
+	pv, pw []float64
 }
 
 func (a *acq) value(p tunables.Point) float64 {
@@ -25,29 +30,60 @@ func (a *acq) value(p tunables.Point) float64 {
 }
 
 func (a *acq) valueX(x []float64) float64 {
-	mu, v := a.g.predict(x)
-	pen, _ := aeiPenalty(v, a.noise)
-	return logEI(a.best, mu, v) + pen
+	if a.parts != nil {
+		for i, p := range a.parts {
+			a.pv[i] = logEIAt(p.g, p.best, p.noise, x)
+		}
+		return logMeanExp(a.pv, a.pw)
+	}
+	return logEIAt(a.g, a.best, a.noise, x)
+}
+
+// logEIAt is log EI (augmented when noise > 0) of g at features x.
+func logEIAt(g *gp, best, noise float64, x []float64) float64 {
+	mu, v := g.predict(x)
+	pen, _ := aeiPenalty(v, noise)
+	return logEI(best, mu, v) + pen
 }
 
 // valueGrad returns log EI at features x and its gradient with respect to
 // the features in dims (stored in a.grad).
 func (a *acq) valueGrad(x []float64, dims []int) float64 {
-	mu, v := a.g.predictGrad(x, dims, a.dmu, a.dv)
+	if a.parts == nil {
+		return logEIGrad(a.g, a.best, a.noise, x, dims, a.dmu, a.dv, a.grad)
+	}
+	for i, p := range a.parts {
+		a.pv[i] = logEIGrad(p.g, p.best, p.noise, x, dims, p.dmu, p.dv, p.grad)
+	}
+	f := logMeanExp(a.pv, a.pw)
+	for j := range dims {
+		s := 0.0
+		for i, p := range a.parts {
+			s += a.pw[i] * p.grad[j]
+		}
+		a.grad[j] = s
+	}
+	return f
+}
+
+// logEIGrad is logEIAt and its gradient with respect to the features in
+// dims (in grad; dmu and dv are scratch).
+func logEIGrad(g *gp, best, noise float64, x []float64, dims []int, dmu, dv, grad []float64) float64 {
+	mu, v := g.predictGrad(x, dims, dmu, dv)
 	s := math.Sqrt(v)
-	z := (a.best - mu) / s
+	z := (best - mu) / s
 	f := math.Log(s) + logH(z)
 	dl := dLogH(z)
 	for j := range dims {
-		ds := a.dv[j] / (2 * s)
-		dz := (-a.dmu[j] - z*ds) / s
-		a.grad[j] = ds/s + dl*dz
+		ds := dv[j] / (2 * s)
+		dz := (-dmu[j] - z*ds) / s
+		grad[j] = ds/s + dl*dz
 	}
-	if a.noise > 0 {
-		pen, dpen := aeiPenalty(v, a.noise)
+	if noise > 0 {
+		pen, dpen := aeiPenalty(v, noise)
 		f += pen
 		for j := range dims {
-			a.grad[j] += dpen * a.dv[j]
+			grad[j] += dpen * dv[j]
 		}
 	}
 	return f
@@ -66,6 +102,9 @@ func (o *Optimizer) maximizeAcq(g *gp, avoid func(string) bool) tunables.Point {
 		dmu: make([]float64, d), dv: make([]float64, d), grad: make([]float64, d)}
 	if o.aware {
 		a.best, a.noise = aeiThreshold(g), g.noise
+	}
+	if a.parts = o.hmcParts(g); a.parts != nil { // hypermc.go
+		a.pv, a.pw = make([]float64, len(a.parts)), make([]float64, len(a.parts))
 	}
 	if o.trActive() && o.enumerate() == nil {
 		return o.maximizeAcqTrust(a, avoid)

@@ -102,6 +102,7 @@ type Optimizer struct {
 	nl     *noiseLocal        // nil: no local search in noise-aware mode (noiselocal.go)
 	nlTR   nlTRState          // TuRBO regions for the local search of noise-aware mode (noise_ltr.go)
 	lce    *lceState          // nil: observed targets as they are (lce.go)
+	hmc    *hyperMC           // nil: the MAP hyperparameters alone (hypermc.go)
 
 	acqRandom, acqStarts, acqGlobal int // SetAcqEffort (acqdiag.go); 0: the defaults
 }
@@ -440,9 +441,13 @@ func (o *Optimizer) prepareModel(y []float64) error {
 			}
 		}
 	}
+	rebuild := o.baseN < 0
 	var err error
 	o.g, o.baseN, err = o.syncModel(xs, cnt, y)
-	return err
+	if err != nil {
+		return err
+	}
+	return o.hmcSync(xs, cnt, y, rebuild) // hypermc.go
 }
 
 // syncGP brings g up to the n = len(xs) points: a new GP on all of them
@@ -521,6 +526,9 @@ func (o *Optimizer) fit(xs [][]float64, cnt, y []float64) {
 		}
 	}
 	o.theta, _ = fitHyper(f, starts, 60)
+	if o.hmc != nil {
+		o.hmc.sample(f, o.theta) // hypermc.go
+	}
 }
 
 // dirichlet draws ParEGO weights uniformly from the simplex.
@@ -557,6 +565,7 @@ func (o *Optimizer) modelSuggest(k int, pend []tunables.Point, avoid func(string
 		x := o.encode(p)
 		mu, _ := g.predict(x)
 		g.appendPoint(x, g.noise, mu)
+		o.hmcBelieve(x) // hypermc.go
 	}
 	fantasized := 0
 	for len(*out) < k {
@@ -584,6 +593,7 @@ func (o *Optimizer) modelSuggest(k int, pend []tunables.Point, avoid func(string
 		choose(p)
 	}
 	g.truncate(base)
+	o.hmcTruncate()
 	return nil
 }
 
