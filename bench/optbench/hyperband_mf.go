@@ -247,6 +247,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
+	method, mes := mfSplitMES(method) // -mfmes: mf_mes.go
 	method, tro, ok := mfSplitTurbo(method) // -turboP, -trmM, -trown, -trfF, -trts: mf_turbo.go
 	if !ok || (tro.frac > 0 && strings.Contains(method, "-loc")) {
 		return mfTrace{}, fmt.Errorf("-mf method %q: -turboP needs 1 <= P <= 100, -trmM 1 <= M <= %d, -trfF 1 <= F <= 100, each once, with -turboP and without -locP", method, trMaxRegs)
@@ -313,6 +314,14 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		}
 		prop = newMFTurbo(prop, gf, tro, seed) // mf_turbo.go
 	}
+	var mm *mfMES
+	if mes {
+		if gf == nil || pro.frac > 0 || tro.frac > 0 || lce != nil || opt.start > 0 || opt.acq > 0 {
+			return mfTrace{}, fmt.Errorf("-mf method %q: -mfmes needs a gp-fid proposer, without -locP, -turboP, -startP, the learning-curve extrapolation or mfacq", method)
+		}
+		mm = newMFMES(gf, seed)
+		prop = mfSeen{prop, mm}
+	}
 	configs := map[int]tunables.Point{}
 	if opt.model {
 		pl.SetRanker(gf.ranker(configs))
@@ -328,6 +337,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		j, ok, err := promote()
 		if ok || err != nil {
 			return j, err
+		}
+		if mm != nil {
+			return mm.start(pl, configs, running)
 		}
 		b, _ := pl.NextBracket()
 		x, err := prop.propose(running)
