@@ -247,7 +247,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
-	method, mes := mfSplitMES(method) // -mfmes: mf_mes.go
+	method, mes := mfSplitMES(method)       // -mfmes: mf_mes.go
 	method, tro, ok := mfSplitTurbo(method) // -turboP, -trmM, -trown, -trfF, -trts: mf_turbo.go
 	if !ok || (tro.frac > 0 && strings.Contains(method, "-loc")) {
 		return mfTrace{}, fmt.Errorf("-mf method %q: -turboP needs 1 <= P <= 100, -trmM 1 <= M <= %d, -trfF 1 <= F <= 100, each once, with -turboP and without -locP", method, trMaxRegs)
