@@ -64,7 +64,14 @@ type mfProblem struct {
 	observe func(x tunables.Point, r float64, rng *rand.Rand) float64
 	truth   func(x tunables.Point) float64
 	budget  int // full-fidelity GP's trials (B)
+	// stop, when set, ends a multi-fidelity run once its quality reaches
+	// stopAt (-mf-stop-at-target: the ratio needs no more).
+	stop   bool
+	stopAt float64
 }
+
+// mfStopAtTarget is -mf-stop-at-target.
+var mfStopAtTarget bool
 
 func lcnetProblem(budget int) mfProblem {
 	return mfProblem{name: "lcnet", dims: lcDims(), min: 1, max: lcMaxEpochs, budget: budget,
@@ -459,7 +466,7 @@ func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, config
 			tr.cost = append(tr.cost, spent)
 			tr.quality = append(tr.quality, quality)
 		}
-		if spent >= limit {
+		if spent >= limit || (p.stop && quality <= p.stopAt+1e-12) {
 			return tr, nil
 		}
 	}
@@ -480,6 +487,9 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 	}
 	fmt.Fprintf(w, "== -mf on %s (%d knobs): fidelity %g..%g, rungs %v (η 3), promotions %s; %d runners; full GP: %d trials × %g = %g\n",
 		p.name, len(p.dims), p.min, p.max, rungs, promo, mfRunners, p.budget, p.max, limit)
+	if mfStopAtTarget {
+		fmt.Fprintln(w, "(-mf-stop-at-target: each run ends when it reaches full GP's quality; the runs and the quality at the budget below stop there)")
+	}
 	type res struct {
 		target float64
 		full   mfTrace
@@ -495,8 +505,10 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 			return
 		}
 		out[s].full, out[s].target = full, full.final()
+		ps := p
+		ps.stop, ps.stopAt = mfStopAtTarget, full.final()
 		for _, m := range methods {
-			tr, err := mfRun(p, m, cont, seed, limit)
+			tr, err := mfRun(ps, m, cont, seed, limit)
 			if err != nil {
 				out[s].err = fmt.Errorf("%s seed %d: %w", m, seed, err)
 				return

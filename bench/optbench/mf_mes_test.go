@@ -173,3 +173,29 @@ func TestMFMESRun(t *testing.T) {
 		}
 	}
 }
+
+// TestMFStopAtTarget: a run told to stop at a quality (-mf-stop-at-target)
+// reaches it at the same cost as the whole run, and ends there.
+func TestMFStopAtTarget(t *testing.T) {
+	p := curveProblem(braninProblem(), 27, 12)
+	limit := float64(p.budget) * p.max
+	whole, err := mfRun(p, "asha-gp-fid", true, 2, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole.quality) < 2 {
+		t.Fatalf("too few improvements to test: %v", whole.quality)
+	}
+	target := whole.quality[len(whole.quality)/2]
+	p.stop, p.stopAt = true, target
+	cut, err := mfRun(p, "asha-gp-fid", true, 2, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut.reach(target) != whole.reach(target) {
+		t.Errorf("reached at %v when stopping, %v in the whole run", cut.reach(target), whole.reach(target))
+	}
+	if cut.final() > target || cut.evals >= whole.evals {
+		t.Errorf("stopped run: last quality %v (target %v), %d runs (whole run %d)", cut.final(), target, cut.evals, whole.evals)
+	}
+}
