@@ -254,7 +254,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
-	method, mes := mfSplitMES(method)       // -mfmes: mf_mes.go
+	method, mes := mfSplitMES(method)       // -mfmes, -mfmesl: mf_mes.go
 	method, tro, ok := mfSplitTurbo(method) // -turboP, -trmM, -trown, -trfF, -trts: mf_turbo.go
 	if !ok || (tro.frac > 0 && strings.Contains(method, "-loc")) {
 		return mfTrace{}, fmt.Errorf("-mf method %q: -turboP needs 1 <= P <= 100, -trmM 1 <= M <= %d, -trfF 1 <= F <= 100, each once, with -turboP and without -locP", method, trMaxRegs)
@@ -322,11 +322,11 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		prop = newMFTurbo(prop, gf, tro, seed) // mf_turbo.go
 	}
 	var mm *mfMES
-	if mes {
+	if mes.on {
 		if gf == nil || pro.frac > 0 || tro.frac > 0 || lce != nil || opt.start > 0 || opt.acq > 0 {
 			return mfTrace{}, fmt.Errorf("-mf method %q: -mfmes needs a gp-fid proposer, without -locP, -turboP, -startP, the learning-curve extrapolation or mfacq", method)
 		}
-		mm = newMFMES(gf, seed)
+		mm = newMFMES(gf, mes, seed)
 		prop = mfSeen{prop, mm}
 	}
 	configs := map[int]tunables.Point{}
@@ -373,7 +373,11 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if lce != nil {
 		hooks.ran = lce.run
 	}
-	return mfSimulate(p, pl, prop, configs, next, hooks, cont, seed, limit)
+	tr, err := mfSimulate(p, pl, prop, configs, next, hooks, cont, seed, limit)
+	if mm != nil && mfMESDone != nil {
+		mfMESDone(mm)
+	}
+	return tr, err
 }
 
 // mfHooks are a method's own steps in mfSimulate (either may be nil).

@@ -66,34 +66,51 @@ const (
 	mesSD      = 0.1 // the perturbations' SD (unit box)
 )
 
-// mfSplitMES removes the -mfmes part from method m wherever it is.
-func mfSplitMES(m string) (string, bool) {
+// mfMESOpt is a method's MF-MES setting.
+type mfMESOpt struct {
+	on bool
+	// local drops the random candidates (-mfmesl): the gp-fid proposal
+	// and the perturbations of the configurations predicted best only.
+	local bool
+}
+
+// mfSplitMES removes the -mfmes or -mfmesl part from method m wherever it
+// is.
+func mfSplitMES(m string) (string, mfMESOpt) {
 	parts := strings.Split(m, "-")
 	keep := parts[:0]
-	on := false
+	var o mfMESOpt
 	for _, p := range parts {
-		if p == "mfmes" {
-			on = true
+		if (p == "mfmes" || p == "mfmesl") && !o.on {
+			o.on, o.local = true, p == "mfmesl"
 			continue
 		}
 		keep = append(keep, p)
 	}
-	return strings.Join(keep, "-"), on
+	return strings.Join(keep, "-"), o
 }
 
 // mfMES chooses new configurations and their start for a gp-fid method.
 type mfMES struct {
+	opt  mfMESOpt
 	gf   *mfGPFid
 	rs   *randomSearch // random candidates
 	rng  *rand.Rand    // perturbations and f* samples
 	seen []tunables.Point
 	keys map[string]bool
-	// starts counts the starts at each fidelity (diagnostics, tests).
+	// starts counts the starts at each fidelity, picked those chosen
+	// from each part of the candidates (the gp-fid proposal, the random
+	// ones, the perturbations): diagnostics (TestMFMESDiag).
 	starts map[float64]int
+	picked [3]int
 }
 
-func newMFMES(gf *mfGPFid, seed int64) *mfMES {
-	return &mfMES{gf: gf, rs: newRandomSearch(gf.p.dims, seed+977),
+// mfMESDone, when set, is given each -mfmes method's state at the end of
+// its run (TestMFMESDiag).
+var mfMESDone func(*mfMES)
+
+func newMFMES(gf *mfGPFid, opt mfMESOpt, seed int64) *mfMES {
+	return &mfMES{opt: opt, gf: gf, rs: newRandomSearch(gf.p.dims, seed+977),
 		rng: rand.New(rand.NewPCG(uint64(seed), 4242)), keys: map[string]bool{}, starts: map[float64]int{}}
 }
 
@@ -156,7 +173,9 @@ func (m *mfMES) observe(x tunables.Point) {
 func (m *mfMES) candidates(base tunables.Point) ([]tunables.Point, error) {
 	cands := []tunables.Point{base}
 	for range mesRandom {
-		cands = append(cands, m.rs.point())
+		if q := m.rs.point(); !m.opt.local {
+			cands = append(cands, q) // drawn either way: the same stream
+		}
 	}
 	if len(m.seen) == 0 {
 		return cands, nil
@@ -256,6 +275,14 @@ func (m *mfMES) choose(base tunables.Point, pl *hyperband.Planner[int], running 
 				bi, bl, best = i, j, a
 			}
 		}
+	}
+	switch {
+	case bi == 0:
+		m.picked[0]++
+	case bi <= mesRandom && !m.opt.local:
+		m.picked[1]++
+	default:
+		m.picked[2]++
 	}
 	return cands[bi], levels[bl], true, nil
 }

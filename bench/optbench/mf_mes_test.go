@@ -2,7 +2,9 @@ package main
 
 import (
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/benchtune/bench/optimizers/bayes"
@@ -137,10 +139,25 @@ func TestMFSplitMES(t *testing.T) {
 		{"hb-gp-fid", "hb-gp-fid", false},
 		{"asha-gp-fid-mfmesx", "asha-gp-fid-mfmesx", false},
 	} {
-		out, on := mfSplitMES(c.in)
-		if out != c.out || on != c.on {
-			t.Errorf("%q: %q %v, want %q %v", c.in, out, on, c.out, c.on)
+		out, o := mfSplitMES(c.in)
+		if out != c.out || o.on != c.on || o.local {
+			t.Errorf("%q: %q %v, want %q %v", c.in, out, o.on, c.out, c.on)
 		}
+	}
+}
+
+// TestMFSplitMESLocal: -mfmesl is the local form; a second MF-MES part
+// is left in the name (and refused as an unknown method).
+func TestMFSplitMESLocal(t *testing.T) {
+	out, o := mfSplitMES("asha-gp-fid-min3-mfmesl-eta9")
+	if out != "asha-gp-fid-min3-eta9" || !o.on || !o.local {
+		t.Errorf("-mfmesl: %q %+v", out, o)
+	}
+	if out, _ := mfSplitMES("asha-gp-fid-mfmes-mfmesl"); out != "asha-gp-fid-mfmesl" {
+		t.Errorf("two MF-MES parts: %q", out)
+	}
+	if _, err := mfRun(lcnetProblem(50), "asha-gp-fid-mfmes-mfmesl", true, 1, 10); err == nil {
+		t.Error("two MF-MES parts were accepted")
 	}
 }
 
@@ -198,4 +215,38 @@ func TestMFStopAtTarget(t *testing.T) {
 	if cut.final() > target || cut.evals >= whole.evals {
 		t.Errorf("stopped run: last quality %v (target %v), %d runs (whole run %d)", cut.final(), target, cut.evals, whole.evals)
 	}
+}
+
+// TestMFMESDiag (run only with BENCH_MFMES_DIAG=seeds, e.g. 10): where
+// asha-gp-fid-min3-mfmes starts its configurations on lcnet and which
+// part of the candidates it picks, within a fifth of the budget (810
+// epochs), seeds 1..N; it prints, and asserts only that it ran.
+func TestMFMESDiag(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("BENCH_MFMES_DIAG"))
+	if n <= 0 {
+		t.Skip("BENCH_MFMES_DIAG=seeds runs it")
+	}
+	defer func() { mfMESDone = nil }()
+	var last *mfMES
+	mfMESDone = func(m *mfMES) { last = m }
+	p := lcnetProblem(50)
+	tot := map[float64]int{}
+	var picked [3]int
+	for s := 1; s <= n; s++ {
+		last = nil
+		if _, err := mfRun(p, "asha-gp-fid-min3-mfmes", true, int64(s), 810); err != nil {
+			t.Fatal(err)
+		}
+		if last == nil {
+			t.Fatal("no -mfmes state")
+		}
+		t.Logf("seed %d: starts by fidelity %v; picked gp-fid proposal %d, random %d, perturbation %d", s, last.starts, last.picked[0], last.picked[1], last.picked[2])
+		for k, v := range last.starts {
+			tot[k] += v
+		}
+		for i := range picked {
+			picked[i] += last.picked[i]
+		}
+	}
+	t.Logf("all %d seeds: starts by fidelity %v; picked gp-fid proposal %d, random %d, perturbation %d", n, tot, picked[0], picked[1], picked[2])
 }
