@@ -64,7 +64,14 @@ type mfProblem struct {
 	observe func(x tunables.Point, r float64, rng *rand.Rand) float64
 	truth   func(x tunables.Point) float64
 	budget  int // full-fidelity GP's trials (B)
+	// stop, when set, ends a multi-fidelity run once its quality reaches
+	// stopAt (-mf-stop-at-target: the ratio needs no more).
+	stop   bool
+	stopAt float64
 }
+
+// mfStopAtTarget is -mf-stop-at-target.
+var mfStopAtTarget bool
 
 func lcnetProblem(budget int) mfProblem {
 	return mfProblem{name: "lcnet", dims: lcDims(), min: 1, max: lcMaxEpochs, budget: budget,
@@ -247,6 +254,7 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if strings.HasPrefix(method, "dyn-") {
 		return mfDynRun(p, method, cont, seed, limit) // mf_dyn.go
 	}
+	method, mes := mfSplitMES(method)       // -mfmes, -mfmesl: mf_mes.go
 	method, tro, ok := mfSplitTurbo(method) // -turboP, -trmM, -trown, -trfF, -trts: mf_turbo.go
 	if !ok || (tro.frac > 0 && strings.Contains(method, "-loc")) {
 		return mfTrace{}, fmt.Errorf("-mf method %q: -turboP needs 1 <= P <= 100, -trmM 1 <= M <= %d, -trfF 1 <= F <= 100, each once, with -turboP and without -locP", method, trMaxRegs)
@@ -313,6 +321,14 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		}
 		prop = newMFTurbo(prop, gf, tro, seed) // mf_turbo.go
 	}
+	var mm *mfMES
+	if mes.on {
+		if gf == nil || pro.frac > 0 || tro.frac > 0 || lce != nil || opt.start > 0 || opt.acq > 0 {
+			return mfTrace{}, fmt.Errorf("-mf method %q: -mfmes needs a gp-fid proposer, without -locP, -turboP, -startP, the learning-curve extrapolation or mfacq", method)
+		}
+		mm = newMFMES(gf, mes, seed)
+		prop = mfSeen{prop, mm}
+	}
 	configs := map[int]tunables.Point{}
 	if opt.model {
 		pl.SetRanker(gf.ranker(configs))
@@ -328,6 +344,9 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 		j, ok, err := promote()
 		if ok || err != nil {
 			return j, err
+		}
+		if mm != nil {
+			return mm.start(pl, configs, running)
 		}
 		b, _ := pl.NextBracket()
 		x, err := prop.propose(running)
@@ -354,7 +373,11 @@ func mfRun(p mfProblem, method string, cont bool, seed int64, limit float64) (mf
 	if lce != nil {
 		hooks.ran = lce.run
 	}
-	return mfSimulate(p, pl, prop, configs, next, hooks, cont, seed, limit)
+	tr, err := mfSimulate(p, pl, prop, configs, next, hooks, cont, seed, limit)
+	if mm != nil && mfMESDone != nil {
+		mfMESDone(mm)
+	}
+	return tr, err
 }
 
 // mfHooks are a method's own steps in mfSimulate (either may be nil).
@@ -447,7 +470,7 @@ func mfSimulate(p mfProblem, pl *hyperband.Planner[int], prop mfProposer, config
 			tr.cost = append(tr.cost, spent)
 			tr.quality = append(tr.quality, quality)
 		}
-		if spent >= limit {
+		if spent >= limit || (p.stop && quality <= p.stopAt+1e-12) {
 			return tr, nil
 		}
 	}
@@ -468,6 +491,9 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 	}
 	fmt.Fprintf(w, "== -mf on %s (%d knobs): fidelity %g..%g, rungs %v (η 3), promotions %s; %d runners; full GP: %d trials × %g = %g\n",
 		p.name, len(p.dims), p.min, p.max, rungs, promo, mfRunners, p.budget, p.max, limit)
+	if mfStopAtTarget {
+		fmt.Fprintln(w, "(-mf-stop-at-target: each run ends when it reaches full GP's quality; the runs and the quality at the budget below stop there)")
+	}
 	type res struct {
 		target float64
 		full   mfTrace
@@ -483,8 +509,10 @@ func benchMF(w io.Writer, cfg config, p mfProblem, methods []string, cont bool) 
 			return
 		}
 		out[s].full, out[s].target = full, full.final()
+		ps := p
+		ps.stop, ps.stopAt = mfStopAtTarget, full.final()
 		for _, m := range methods {
-			tr, err := mfRun(p, m, cont, seed, limit)
+			tr, err := mfRun(ps, m, cont, seed, limit)
 			if err != nil {
 				out[s].err = fmt.Errorf("%s seed %d: %w", m, seed, err)
 				return

@@ -104,6 +104,7 @@ func run(args []string, w io.Writer) error {
 	mfContinue := fs.Bool("mf-continue", false, "with -mf: a promotion continues the run (pays the difference) instead of re-running it")
 	mfBound := fs.String("mf-bound", "", "with -mf: instead of the benchmark, bounds for these methods: oracle promotions, the stream of proposals, where the budget goes (mf_bound.go)")
 	fs.IntVar(&mfSeedOffset, "mf-seed-offset", 0, "with -mf: run seeds offset+1..offset+seeds (held-out seeds)")
+	fs.BoolVar(&mfStopAtTarget, "mf-stop-at-target", false, "with -mf: end each method's run when it reaches full GP's quality (the ratios are the same, the run is shorter; the quality at the budget is then the target's)")
 	mfModel := fs.Bool("mf-model-check", false, "with -mf: instead of the benchmark, the GPs' full-fidelity predictions (stationary and decay kernels) against the truth (mf_ftk.go)")
 	refineArg := fs.String("refine", "", "with -noise: instead, the local refinement (noise_refine.go), e.g. design=0.2,k=2,radius=0.5")
 	refineBase := fs.Bool("refine-baseline", false, "with -refine: also run naive and confirm")

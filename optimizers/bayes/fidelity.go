@@ -33,7 +33,8 @@ import (
 // with enough points; the GP instead learns from every fidelity at once).
 // A cost-aware choice of the fidelity a configuration starts at is in
 // mf_acq.go (BOCA's rule, ChooseFidelity); the multi-fidelity knowledge
-// gradient and MF-MES are not implemented.
+// gradient is not implemented, and MF-MES only as an optbench experiment
+// (bench/optbench/mf_mes.go, on PredictPairs: fidelity_pair.go).
 //
 // The trust region (trust.go) is off in this mode: its centre, the best
 // observation, may be a low-fidelity one.
