@@ -215,6 +215,9 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	slog.Info("Final score: " + sum.FinalScore())
 	printSummary(stdout, stderr, sum, args.Format, l.Storage)
 	if ctx.Err() != nil {
+		if r.SchedulerConfig.RunnerKind() == schedulers.RunnerPassive {
+			return exitWith(exitInterrupted, errors.New("interrupted: the waiting trials wait for their results again when you rerun the same command (or store them with bench submit)"))
+		}
 		return exitWith(exitInterrupted, errors.New("interrupted: the running trial will run again when you rerun the same command"))
 	}
 	if runErr != nil {
