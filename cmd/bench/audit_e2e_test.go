@@ -78,3 +78,16 @@ func TestExampleReadmeCommandsShareStorage(t *testing.T) {
 		}
 	}
 }
+
+// bench show of a trial the experiment does not have says so once, in the
+// words bench submit and bench plot use.
+func TestShowMissingTrial(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "1", "--experiment_id", "E"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, "show", "99")
+	if r.code != 2 || strings.TrimSpace(r.stderr) != "bench: error: experiment E has no trial 99" {
+		t.Errorf("bench show 99: exit %d, want 2 and one plain line:\n%s", r.code, r.stderr)
+	}
+}
