@@ -91,3 +91,26 @@ func TestShowMissingTrial(t *testing.T) {
 		t.Errorf("bench show 99: exit %d, want 2 and one plain line:\n%s", r.code, r.stderr)
 	}
 }
+
+// bench confirm with too few repeats for the test to ever reach its level
+// says so, instead of only "no candidate beats the default" for a
+// candidate that won every round.
+func TestConfirmTooFewRepeats(t *testing.T) {
+	dir := experiment(t, "")
+	// Noise from the trial id, so that no two scores tie.
+	write(t, dir, "run.sh", "#!/bin/sh\nset -e\nprintf 'metric,value\\nscore,%s\\n' \"$(( (xv - 30) * (xv - 30) + (trial_id * 37 % 50) ))\" > results.csv\n", 0o755)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "FLAML", "max_suggestions": 8, "seed": 1}}`, 0o644)
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--no-progress"}
+	if r := runBench(t, dir, append([]string{"--experiment_id", "C"}, args...)...); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, append([]string{"confirm", "C", "--top_k", "1", "--repeats", "3"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("confirm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "no candidate beats the default") || !strings.Contains(r.stdout, "the smallest possible p-value is 0.1") ||
+		!strings.Contains(r.stdout, "more --repeats") {
+		t.Errorf("confirm with 3 repeats should say that no candidate could be confirmed:\n%s", r.stdout)
+	}
+}
