@@ -114,3 +114,23 @@ func TestConfirmTooFewRepeats(t *testing.T) {
 		t.Errorf("confirm with 3 repeats should say that no candidate could be confirmed:\n%s", r.stdout)
 	}
 }
+
+// Ctrl-C on the dashboard stops the dashboard: it runs no trial, so the
+// message does not speak of stopping one and tearing down.
+func TestUIInterruptMessage(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "1"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	tmp := t.TempDir()
+	log := filepath.Join(tmp, "ui.log")
+	cmd := startBench(t, dir, tmp, "ui", "ui", "--listen", "127.0.0.1:0")
+	defer func() { _ = cmd.Process.Kill() }()
+	waitText(t, "the dashboard's address", fileText(log), "bench: dashboard of")
+	_ = cmd.Process.Signal(os.Interrupt)
+	waitExit(t, cmd, log)
+	s := fileText(log)()
+	if strings.Contains(s, "trial") || !strings.Contains(s, "bench: interrupted: stopping the dashboard") {
+		t.Errorf("the dashboard's Ctrl-C message should say it stops the dashboard, and nothing of trials:\n%s", s)
+	}
+}

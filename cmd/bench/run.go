@@ -262,6 +262,12 @@ func startGuard() *launcher.Guard {
 // one exits at once with code 130, after killing every process bench
 // started for trials (teardown's too) and removing its temp folders.
 func interruptContext(stderr io.Writer) (context.Context, func()) {
+	return interruptContextSaying(stderr, "\nbench: interrupted: stopping the running trial and tearing down (press Ctrl-C again to quit at once)")
+}
+
+// interruptContextSaying is interruptContext with first as the line the
+// first signal prints (a command that runs no trial says what it stops).
+func interruptContextSaying(stderr io.Writer, first string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -270,7 +276,7 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 		for range ch {
 			n++
 			if n == 1 {
-				fmt.Fprintln(stderr, "\nbench: interrupted: stopping the running trial and tearing down (press Ctrl-C again to quit at once)")
+				fmt.Fprintln(stderr, first)
 				cancel()
 				continue
 			}
