@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -132,5 +133,29 @@ func TestUIInterruptMessage(t *testing.T) {
 	s := fileText(log)()
 	if strings.Contains(s, "trial") || !strings.Contains(s, "bench: interrupted: stopping the dashboard") {
 		t.Errorf("the dashboard's Ctrl-C message should say it stops the dashboard, and nothing of trials:\n%s", s)
+	}
+}
+
+// On a terminal, bench run draws its progress bar (README: "On a
+// terminal, a progress bar shows trials done / planned"); the per-trial
+// log lines are for output that is not a terminal. script(1) gives bench
+// a pseudo-terminal.
+func TestProgressBarOnATerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed (util-linux)")
+	}
+	dir := experiment(t, "")
+	cmd := exec.Command(scriptBin, "-q", "-e", "-c",
+		shellQuote(benchBin)+" --environment env.jsonc --optimizer opt.jsonc --max_suggestions 3", "/dev/null")
+	cmd.Dir = dir
+	cmd.Env = append(benchEnv(t), "TERM=xterm")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench under script: %v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Contains(s, "bench: trial finished") || !strings.Contains(s, "trials") || !strings.Contains(s, "3/3") {
+		t.Errorf("on a terminal, bench run should draw its progress bar (3/3 trials), not log a line per trial:\n%q", s)
 	}
 }
