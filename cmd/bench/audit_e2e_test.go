@@ -159,3 +159,23 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		t.Errorf("on a terminal, bench run should draw its progress bar (3/3 trials), not log a line per trial:\n%q", s)
 	}
 }
+
+// bench results --where with a name no trial has (a typo) is an error, as
+// --sort with one is, instead of an empty table that reads "no trial has
+// that value".
+func TestResultsWhereUnknownName(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "2"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, "results", "--where", "xvv=50")
+	if r.code != 2 || !strings.Contains(r.stderr, `--where "xvv=50": no trial has a tunable or result named "xvv"`) {
+		t.Errorf("--where with an unknown name: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range []string{"xv=50", "config.xv=50", "score=400", "result.score=400"} {
+		r := runBench(t, dir, "results", "--where", w, "--format", "csv")
+		if r.code != 0 || !strings.Contains(r.stdout, "\n1,") {
+			t.Errorf("--where %s: exit %d, want trial 1\n%s%s", w, r.code, r.stdout, r.stderr)
+		}
+	}
+}

@@ -322,6 +322,20 @@ func sameValue(stored, want string) bool {
 }
 
 func (q *trialQuery) apply(objs []storage.Objective, trials []storage.Trial) ([]storage.Trial, error) {
+	for _, c := range q.conds {
+		// A name no trial has is a typo, not a filter that keeps nothing.
+		known := len(trials) == 0
+		for _, t := range trials {
+			_, p := t.Params[strings.TrimPrefix(c[0], "config.")]
+			if p || t.Results[strings.TrimPrefix(c[0], "result.")] != nil {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return nil, fmt.Errorf("--where %q: no trial has a tunable or result named %q", c[0]+"="+c[1], c[0])
+		}
+	}
 	var out []storage.Trial
 	for _, t := range trials {
 		if q.wantStatus != nil && !q.wantStatus[t.Status] {
