@@ -179,3 +179,16 @@ func TestResultsWhereUnknownName(t *testing.T) {
 		}
 	}
 }
+
+// bench stop on an experiment that no bench runs says so without first
+// claiming to have asked "the running bench".
+func TestStopWhenNotRunning(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "1", "--experiment_id", "S"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, "stop", "S")
+	if r.code != 0 || strings.Contains(r.stderr, "asked the running bench") || !strings.Contains(r.stderr, "not running now") {
+		t.Errorf("stop of a finished experiment: exit %d\n%s", r.code, r.stderr)
+	}
+}
