@@ -192,3 +192,23 @@ func TestStopWhenNotRunning(t *testing.T) {
 		t.Errorf("stop of a finished experiment: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// The best configuration's line leaves the CV out when it is undefined
+// (every run scored 0: a mean of 0), as bench results --by-config does,
+// instead of printing "CV NaN%".
+func TestBestLineWithoutNaNCV(t *testing.T) {
+	dir := experiment(t, "")
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "FLAML", "max_suggestions": 8, "seed": 1}}`, 0o644)
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--no-progress"}
+	if r := runBench(t, dir, append([]string{"--experiment_id", "Z"}, args...)...); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, append([]string{"confirm", "Z", "--top_k", "1", "--repeats", "3"}, args...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "score=0 over 3 runs") {
+		t.Fatalf("confirm: exit %d, want the best at score 0 over 3 runs\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "NaN") {
+		t.Errorf("the summary prints NaN:\n%s", r.stdout)
+	}
+}
