@@ -212,3 +212,16 @@ func TestBestLineWithoutNaNCV(t *testing.T) {
 		t.Errorf("the summary prints NaN:\n%s", r.stdout)
 	}
 }
+
+// A bad --aggregate is refused before anything is printed: no table
+// header on stdout above the error.
+func TestResultsBadAggregatePrintsNothing(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "2"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, "results", "--by-config", "--aggregate", "nope")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `unknown aggregation "nope"`) {
+		t.Errorf("--aggregate nope: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchtune/bench/analysis"
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/launcher"
@@ -177,6 +178,13 @@ trial of a --reuse-from experiment), shown when any trial reused one.`,
 			if info.Status != stored {
 				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
 			}
+			var pols analysis.Policies
+			if byConfig {
+				// Refused before the header is printed.
+				if pols, err = parsePolicies(aggSpec, storage.Targets(info.Objectives)); err != nil {
+					return exitWith(exitUsage, err)
+				}
+			}
 			extra := experimentAnswerLines(info, all)
 			if r := endReasonLine(info); r != "" && format != "json" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+r)
@@ -195,10 +203,6 @@ trial of a --reuse-from experiment), shown when any trial reused one.`,
 				}
 			}
 			if byConfig {
-				pols, err := parsePolicies(aggSpec, storage.Targets(info.Objectives))
-				if err != nil {
-					return exitWith(exitUsage, err)
-				}
 				return writeByConfig(cmd.OutOrStdout(), info, trials, pols, format)
 			}
 			return writeTrialColumns(cmd.OutOrStdout(), info, trials, format, cols)
