@@ -342,7 +342,13 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	return withHint(fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(e.Searched, ", ")), e.Spec)
+	msg := withHint(fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(e.Searched, ", ")), e.Spec)
+	switch strings.ToLower(path.Ext(e.Spec)) {
+	case ".sqlite", ".sqlite3", ".db":
+		// Usually --storage given a database file.
+		msg += `; a database file is not a config: --storage takes a storage config file that names the database ("database" in a copy of the built-in storage/sqlite.jsonc)`
+	}
+	return msg
 }
 
 // LocateNotFound re-locates err at the list entry that names the missing

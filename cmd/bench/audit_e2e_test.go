@@ -225,3 +225,14 @@ func TestResultsBadAggregatePrintsNothing(t *testing.T) {
 		t.Errorf("--aggregate nope: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// --storage naming a database file that does not exist yet (a newcomer's
+// guess at a new database) says that --storage takes a config.
+func TestStorageGivenANewDatabaseFile(t *testing.T) {
+	dir := experiment(t, "")
+	r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--storage", "new.sqlite")
+	if r.code != 2 || !strings.Contains(r.stderr, "new.sqlite: config file not found") ||
+		!strings.Contains(r.stderr, "--storage takes a storage config file") {
+		t.Errorf("--storage new.sqlite: exit %d\n%s", r.code, r.stderr)
+	}
+}
