@@ -236,3 +236,16 @@ func TestStorageGivenANewDatabaseFile(t *testing.T) {
 		t.Errorf("--storage new.sqlite: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// --best 0 is refused as --best -1 is ("--best must be >= 1"), instead of
+// showing every trial.
+func TestResultsBestZero(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "2"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, "results", "--best", "0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--best must be >= 1, got 0") {
+		t.Errorf("--best 0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

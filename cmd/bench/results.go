@@ -142,6 +142,9 @@ trial of a --reuse-from experiment), shown when any trial reused one.`,
 			default:
 				return exitWith(exitUsage, fmt.Errorf("--format must be table, csv, json or markdown, got %q", format))
 			}
+			if cmd.Flags().Changed("best") && q.best < 1 {
+				return exitWith(exitUsage, fmt.Errorf("--best must be >= 1, got %d", q.best))
+			}
 			if err := q.parse(); err != nil {
 				return exitWith(exitUsage, err)
 			}
