@@ -249,3 +249,20 @@ func TestResultsBestZero(t *testing.T) {
 		t.Errorf("--best 0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// bench plot --log NAME with a name that is no tunable of the experiment
+// (a typo) is an error, instead of plots drawn on a linear axis without a
+// word.
+func TestPlotLogUnknownTunable(t *testing.T) {
+	dir := experiment(t, "")
+	if r := runBench(t, dir, "--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--max_suggestions", "2", "--experiment_id", "P"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, "plot", "P", "--log", "xvv", "-o", "plots")
+	if r.code != 2 || !strings.Contains(r.stderr, `--log "xvv": experiment P has no tunable "xvv" (its tunables: mode, xv)`) {
+		t.Errorf("plot --log xvv: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runBench(t, dir, "plot", "P", "--log", "xv", "-o", "plots"); r.code != 0 {
+		t.Errorf("plot --log xv: exit %d\n%s", r.code, r.stderr)
+	}
+}
