@@ -298,8 +298,13 @@ func (v Verdict) Line() string {
 		}
 	}
 	c := v.Candidates[best]
-	return fmt.Sprintf("no candidate beats the default: closest %s [%s, %s] in %s, %s (n=%d+%d, config %d; needed p < %.3g and a better median)",
+	line := fmt.Sprintf("no candidate beats the default: closest %s [%s, %s] in %s, %s (n=%d+%d, config %d; needed p < %.3g and a better median)",
 		pct(c.Change), pct(c.ChangeLo), pct(c.ChangeHi), v.Target, pval(c.P), c.N, v.DefaultN, c.ConfigID, c.Threshold)
+	if minP := stats.MinP(c.N, v.DefaultN); minP >= c.Threshold {
+		// No outcome of the rounds could have confirmed a candidate.
+		line += fmt.Sprintf("; with n=%d+%d the smallest possible p-value is %.3g, so no candidate could be confirmed: run more --repeats", c.N, v.DefaultN, minP)
+	}
+	return line
 }
 
 // WinnerConfig returns the winning configuration, or the

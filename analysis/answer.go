@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/benchtune/bench/internal/aggregate"
@@ -115,7 +116,10 @@ func (a Answer) Describe(objs trial.Objectives) string {
 	}
 	s := fmt.Sprintf("config %d (%s): %s", a.ConfigID, a.Basis, strings.Join(vals, " "))
 	if c := a.Config; c != nil && c.Spread.N > 1 {
-		s += fmt.Sprintf(" over %d runs, 95%% interval [%.6g, %.6g], CV %.1f%%", c.Spread.N, c.Spread.Lo, c.Spread.Hi, 100*c.Spread.CV)
+		s += fmt.Sprintf(" over %d runs, 95%% interval [%.6g, %.6g]", c.Spread.N, c.Spread.Lo, c.Spread.Hi)
+		if !math.IsNaN(c.Spread.CV) { // undefined for a mean of 0
+			s += fmt.Sprintf(", CV %.1f%%", 100*c.Spread.CV)
+		}
 	}
 	return s
 }

@@ -4,6 +4,7 @@
 package configs
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -301,6 +302,10 @@ func (l *Loader) ReadDoc(spec string) (*source.Doc, error) {
 		}
 		root, dups, err := json5.ParseDuplicates(data)
 		if err != nil {
+			if bytes.HasPrefix(data, []byte("SQLite format 3\x00")) {
+				// A database given where a config goes, usually --storage.
+				return nil, &source.Error{File: resolved, Msg: `an SQLite database, not a config file: --storage takes a storage config file that names the database ("database" in a copy of the built-in storage/sqlite.jsonc); without --storage, bench uses bench.sqlite in the working folder`}
+			}
 			return source.Parse(resolved, data) // the error, located
 		}
 		shown := shownPath(resolved)
@@ -337,7 +342,13 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	return withHint(fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(e.Searched, ", ")), e.Spec)
+	msg := withHint(fmt.Sprintf("config file not found (searched %s and the built-in configs)", strings.Join(e.Searched, ", ")), e.Spec)
+	switch strings.ToLower(path.Ext(e.Spec)) {
+	case ".sqlite", ".sqlite3", ".db":
+		// Usually --storage given a database file.
+		msg += `; a database file is not a config: --storage takes a storage config file that names the database ("database" in a copy of the built-in storage/sqlite.jsonc)`
+	}
+	return msg
 }
 
 // LocateNotFound re-locates err at the list entry that names the missing

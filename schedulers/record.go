@@ -30,6 +30,11 @@ func (d *dispatch) finished(ctx context.Context, r done) error {
 	}
 	if r.interrupted {
 		s.stats.Run--
+		if s.cfg.RunnerKind() == RunnerPassive {
+			// A person runs it: the next bench shows it again and waits.
+			s.log.Warn("trial interrupted; the trial waits for its result again when the experiment is resumed", "trial", j.t.ID)
+			return nil
+		}
 		s.log.Warn("trial interrupted; it will run again when the experiment is resumed", "trial", j.t.ID)
 		return nil
 	}

@@ -124,6 +124,11 @@ func TestPassiveSubmitEndToEnd(t *testing.T) {
 	if s := fileText(log)(); !strings.Contains(s, "trial 4 is still waiting") {
 		t.Errorf("the interrupted bench should say the trial still waits:\n%s", s)
 	}
+	// A person runs the trial: nothing "runs again" on resume, it waits again.
+	if s := fileText(log)(); strings.Contains(s, "will run again") || !strings.Contains(s, "trial waits for its result again when the experiment is resumed") ||
+		!strings.Contains(s, "interrupted: the waiting trials wait for their results again when you rerun the same command") {
+		t.Errorf("the interrupted passive bench should say its trials wait again, not that they run again:\n%s", s)
+	}
 	cmd = startBench(t, dir, tmp, "bench2", args...)
 	waitText(t, "trial 4 shown again", fileText(filepath.Join(tmp, "bench2.log")), "── trial 4 of experiment PS: still waiting for its result")
 

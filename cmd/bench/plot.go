@@ -85,6 +85,9 @@ report puts the plots on an HTML page. See docs/plots.md.`,
 				if err != nil {
 					return err
 				}
+				if err := scale.checkLogNames(info.ID, trials); err != nil {
+					return err
+				}
 				fs, notes, err := plots.AllWith(info, trials, opt)
 				if err != nil {
 					return exitWith(exitFailed, err)

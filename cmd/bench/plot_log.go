@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/benchtune/bench/configs/source"
 	"github.com/benchtune/bench/plots"
+	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/tunables"
 )
 
@@ -46,4 +50,25 @@ func (f *plotScaleFlags) options() (plots.Options, error) {
 		}
 	}
 	return opt, nil
+}
+
+// checkLogNames refuses a --log NAME that no trial of the experiment has
+// as a tunable: a typo would otherwise leave the axis linear without a
+// word.
+func (f *plotScaleFlags) checkLogNames(exp string, trials []storage.Trial) error {
+	if len(trials) == 0 {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, t := range trials {
+		for n := range t.Params {
+			names[n] = true
+		}
+	}
+	for _, n := range f.log {
+		if !names[n] {
+			return exitWith(exitUsage, fmt.Errorf("--log %q: experiment %s has no tunable %q (its tunables: %s)", n, exp, n, strings.Join(slices.Sorted(maps.Keys(names)), ", ")))
+		}
+	}
+	return nil
 }

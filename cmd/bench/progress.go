@@ -46,6 +46,9 @@ type progress struct {
 const redrawEvery = 500 * time.Millisecond
 
 func isTerminal(w io.Writer) bool {
+	if r, ok := w.(redactWriter); ok {
+		return isTerminal(r.w) // the terminal behind the secret filter
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchtune/bench/analysis"
 	"github.com/benchtune/bench/ci"
 	"github.com/benchtune/bench/configs"
 	"github.com/benchtune/bench/launcher"
@@ -141,6 +142,9 @@ trial of a --reuse-from experiment), shown when any trial reused one.`,
 			default:
 				return exitWith(exitUsage, fmt.Errorf("--format must be table, csv, json or markdown, got %q", format))
 			}
+			if cmd.Flags().Changed("best") && q.best < 1 {
+				return exitWith(exitUsage, fmt.Errorf("--best must be >= 1, got %d", q.best))
+			}
 			if err := q.parse(); err != nil {
 				return exitWith(exitUsage, err)
 			}
@@ -177,6 +181,13 @@ trial of a --reuse-from experiment), shown when any trial reused one.`,
 			if info.Status != stored {
 				header += fmt.Sprintf(" (stored as %s, but its bench process %d has exited: rerun the same command to resume)", stored, info.DriverPID)
 			}
+			var pols analysis.Policies
+			if byConfig {
+				// Refused before the header is printed.
+				if pols, err = parsePolicies(aggSpec, storage.Targets(info.Objectives)); err != nil {
+					return exitWith(exitUsage, err)
+				}
+			}
 			extra := experimentAnswerLines(info, all)
 			if r := endReasonLine(info); r != "" && format != "json" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "bench: "+r)
@@ -195,10 +206,6 @@ trial of a --reuse-from experiment), shown when any trial reused one.`,
 				}
 			}
 			if byConfig {
-				pols, err := parsePolicies(aggSpec, storage.Targets(info.Objectives))
-				if err != nil {
-					return exitWith(exitUsage, err)
-				}
 				return writeByConfig(cmd.OutOrStdout(), info, trials, pols, format)
 			}
 			return writeTrialColumns(cmd.OutOrStdout(), info, trials, format, cols)
@@ -322,6 +329,20 @@ func sameValue(stored, want string) bool {
 }
 
 func (q *trialQuery) apply(objs []storage.Objective, trials []storage.Trial) ([]storage.Trial, error) {
+	for _, c := range q.conds {
+		// A name no trial has is a typo, not a filter that keeps nothing.
+		known := len(trials) == 0
+		for _, t := range trials {
+			_, p := t.Params[strings.TrimPrefix(c[0], "config.")]
+			if p || t.Results[strings.TrimPrefix(c[0], "result.")] != nil {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return nil, fmt.Errorf("--where %q: no trial has a tunable or result named %q", c[0]+"="+c[1], c[0])
+		}
+	}
 	var out []storage.Trial
 	for _, t := range trials {
 		if q.wantStatus != nil && !q.wantStatus[t.Status] {

@@ -215,6 +215,9 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	slog.Info("Final score: " + sum.FinalScore())
 	printSummary(stdout, stderr, sum, args.Format, l.Storage)
 	if ctx.Err() != nil {
+		if r.SchedulerConfig.RunnerKind() == schedulers.RunnerPassive {
+			return exitWith(exitInterrupted, errors.New("interrupted: the waiting trials wait for their results again when you rerun the same command (or store them with bench submit)"))
+		}
 		return exitWith(exitInterrupted, errors.New("interrupted: the running trial will run again when you rerun the same command"))
 	}
 	if runErr != nil {
@@ -259,6 +262,12 @@ func startGuard() *launcher.Guard {
 // one exits at once with code 130, after killing every process bench
 // started for trials (teardown's too) and removing its temp folders.
 func interruptContext(stderr io.Writer) (context.Context, func()) {
+	return interruptContextSaying(stderr, "\nbench: interrupted: stopping the running trial and tearing down (press Ctrl-C again to quit at once)")
+}
+
+// interruptContextSaying is interruptContext with first as the line the
+// first signal prints (a command that runs no trial says what it stops).
+func interruptContextSaying(stderr io.Writer, first string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -267,7 +276,7 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 		for range ch {
 			n++
 			if n == 1 {
-				fmt.Fprintln(stderr, "\nbench: interrupted: stopping the running trial and tearing down (press Ctrl-C again to quit at once)")
+				fmt.Fprintln(stderr, first)
 				cancel()
 				continue
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -38,6 +39,9 @@ func newShowCmd() *cobra.Command {
 			}
 			defer st.Close()
 			d, err := exp.Trial(ctx, id)
+			if errors.Is(err, storage.ErrNotFound) {
+				return exitWith(exitUsage, fmt.Errorf("experiment %s has no trial %d", exp.Info().ID, id))
+			}
 			if err != nil {
 				return exitWith(exitUsage, fmt.Errorf("experiment %q: trial %d: %w", exp.Info().ID, id, err))
 			}

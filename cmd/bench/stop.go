@@ -52,13 +52,12 @@ experiment cancels every running and queued trial and ends the run.
 				}
 				return err
 			}
-			if trialID > 0 {
+			if st := exp.Info().Status; st != trial.RUNNING {
+				fmt.Fprintf(cmd.ErrOrStderr(), "bench: note: experiment %s is %s, not running now; the next bench run of it clears the request\n", args[0], st)
+			} else if trialID > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench: asked the running bench to stop trial %d of experiment %s\n", trialID, args[0])
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench: asked the running bench to stop experiment %s\n", args[0])
-			}
-			if st := exp.Info().Status; st != trial.RUNNING {
-				fmt.Fprintf(cmd.ErrOrStderr(), "bench: note: experiment %s is %s, not running now; the next bench run of it clears the request\n", args[0], st)
 			}
 			return nil
 		},

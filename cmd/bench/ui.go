@@ -60,7 +60,7 @@ dashboard: bench run ... --ui 127.0.0.1:8421. See docs/dashboard.md.
 			if err != nil {
 				return exitWith(exitUsage, err)
 			}
-			ctx, stop := interruptContext(cmd.ErrOrStderr())
+			ctx, stop := interruptContextSaying(cmd.ErrOrStderr(), "\nbench: interrupted: stopping the dashboard")
 			defer stop()
 			l, err := configs.Prepare(&configs.Args{ConfigPaths: sf.configPaths, Globals: sf.globals}, validateFunc)
 			if err != nil {
