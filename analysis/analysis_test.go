@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/benchtune/bench/internal/aggregate"
+	"github.com/benchtune/bench/internal/stats"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -111,6 +112,28 @@ func TestConfirmNoWinner(t *testing.T) {
 	}
 	if _, ok := Confirm([]storage.Trial{tr(1, "a", 1, nil)}, objs); ok {
 		t.Error("no confirmation runs, yet a verdict")
+	}
+}
+
+// Deterministic scores tie within each sample: the p-value is the exact
+// one over the 20 splits of 3+3 mid-ranks (0.1 at the extreme), never
+// the normal approximation's 0.046 that confirmed a winner below the
+// smallest p the test can reach.
+func TestConfirmTiedScoresExact(t *testing.T) {
+	objs := trial.Objectives{{Name: "score", Max: true}}
+	v, ok := Confirm(confirmTrials([]float64{0, 0, 0}, []float64{400, 400, 400}), objs)
+	if !ok {
+		t.Fatal("no verdict")
+	}
+	c := v.Candidates[0]
+	if math.Abs(c.P-0.1) > 1e-12 || v.Winner != -1 || c.Significant {
+		t.Fatalf("tied 3+3: p=%v winner=%d significant=%v, want p=0.1 and no winner", c.P, v.Winner, c.Significant)
+	}
+	if line := v.Line(); !strings.Contains(line, "p = 0.1 ") || !strings.Contains(line, "smallest possible p-value is 0.1") {
+		t.Errorf("line %q", line)
+	}
+	if c.P < stats.MinP(c.N, v.DefaultN) {
+		t.Errorf("p %v below the smallest possible %v", c.P, stats.MinP(c.N, v.DefaultN))
 	}
 }
 

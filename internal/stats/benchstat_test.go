@@ -79,6 +79,15 @@ func TestMannWhitneyBenchstatExactWithTies(t *testing.T) {
 	// so p = 18/70, against 0.1367 from R's normal approximation.
 	r, _ := MannWhitneyBenchstat([]float64{1, 2, 2, 3}, []float64{2, 3, 4, 5})
 	near(t, "p by hand", r.P, exactTiesP([]float64{1, 2, 2, 3}, []float64{2, 3, 4, 5}), 0)
+	// Deterministic scores, 3+3, tied within each sample: the extreme of
+	// the 20 splits, p = 2/20 = MinP(3, 3); R's normal approximation says
+	// 0.047, below what the test can reach (bench confirm uses this one).
+	r, _ = MannWhitneyBenchstat([]float64{0, 0, 0}, []float64{400, 400, 400})
+	near(t, "tied 3+3", r.P, 0.1, 1e-12)
+	near(t, "tied 3+3 is MinP", r.P, MinP(3, 3), 1e-12)
+	if rr, _ := MannWhitneyU([]float64{0, 0, 0}, []float64{400, 400, 400}); rr.P >= 0.05 {
+		t.Errorf("R's normal approximation for tied 3+3: %v (expected 0.047)", rr.P)
+	}
 }
 
 func TestMannWhitneyBenchstatNoTies(t *testing.T) {
