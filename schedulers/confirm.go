@@ -123,7 +123,9 @@ func (d *dispatch) confirmPhase(ctx context.Context, runErr error) error {
 	}
 	s.log.Info("confirmation: re-running the best configurations and the defaults, interleaved",
 		"candidates", len(cands), "rounds", n.ConfirmRepeats, "trials", queued)
-	s.stats.Planned += queued
+	// Every round counts, also those an earlier run finished: they are
+	// among the experiment's finished trials (and progress's resumed ones).
+	s.growPlan(len(group) * n.ConfirmRepeats)
 	d.noMore = true
 	d.stopApplied = true // a stopping rule ended the search, not the confirmation
 	if err := d.loop(ctx); err != nil {

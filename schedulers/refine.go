@@ -76,7 +76,7 @@ func (d *dispatch) runRefineDesign(ctx context.Context, design []map[string]any,
 		queued++
 	}
 	s.log.Info(msg, append(args, "trials", queued)...)
-	s.stats.Planned += queued
+	s.growPlan(queued)
 	d.noMore = true
 	d.stopApplied = true
 	return d.loop(ctx)

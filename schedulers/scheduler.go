@@ -50,6 +50,26 @@ type ResumeObserver interface {
 	Resumed(finished int)
 }
 
+// PlanObserver is an Observer that is also told when the plan grows
+// during the run: a confirmation or refinement phase queues trials beyond
+// the search budget, and planned is the new total (progress then counts
+// them, instead of done running past planned).
+type PlanObserver interface {
+	PlanChanged(planned int)
+}
+
+// growPlan adds n trials to the planned count and tells the observer. An
+// unknown plan (0: a multi-fidelity run, a worker) stays unknown.
+func (s *Scheduler) growPlan(n int) {
+	if s.stats.Planned <= 0 || n <= 0 {
+		return
+	}
+	s.stats.Planned += n
+	if po, ok := s.o.Observer.(PlanObserver); ok {
+		po.PlanChanged(s.stats.Planned)
+	}
+}
+
 // Best is the experiment's best trial: its id and target values (in the
 // metrics' own signs, in target order).
 type Best struct {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -264,5 +265,37 @@ func TestPlotLogUnknownTunable(t *testing.T) {
 	}
 	if r := runBench(t, dir, "plot", "P", "--log", "xv", "-o", "plots"); r.code != 0 {
 		t.Errorf("plot --log xv: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// During a confirmation the progress lines count its trials as planned:
+// no "done=16 planned=4" (the search budget only).
+func TestConfirmProgressPlanned(t *testing.T) {
+	dir := experiment(t, "")
+	write(t, dir, "run.sh", "#!/bin/sh\nset -e\nprintf 'metric,value\\nscore,%s\\n' \"$(( (xv - 30) * (xv - 30) ))\" > results.csv\n", 0o755)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "FLAML", "max_suggestions": 4, "seed": 1}}`, 0o644)
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc"}
+	if r := runBench(t, dir, append([]string{"--experiment_id", "P"}, args...)...); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBench(t, dir, append([]string{"confirm", "P", "--top_k", "1", "--repeats", "3"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("confirm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	re := regexp.MustCompile(`trial finished .*done=(\d+) planned=(\d+)`)
+	lines := re.FindAllStringSubmatch(r.stderr, -1)
+	if len(lines) != 6 {
+		t.Fatalf("want 6 progress lines (1 candidate and the defaults, 3 rounds):\n%s", r.stderr)
+	}
+	for _, m := range lines {
+		done, _ := strconv.Atoi(m[1])
+		planned, _ := strconv.Atoi(m[2])
+		if planned != 4+6 {
+			t.Errorf("%s: planned %d, want 10 (4 searched + 6 confirmation trials)", m[0], planned)
+		}
+		if done > planned {
+			t.Errorf("%s: done past planned", m[0])
+		}
 	}
 }

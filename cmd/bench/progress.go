@@ -110,6 +110,18 @@ func (p *progress) Resumed(finished int) {
 	}
 }
 
+// PlanChanged implements schedulers.PlanObserver: a confirmation (or
+// refinement) phase added trials to the plan, so done does not run past
+// planned.
+func (p *progress) PlanChanged(planned int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.planned = planned
+	if p.bar != nil && planned > 0 {
+		p.bar.ChangeMax(max(planned-p.resumed, 1))
+	}
+}
+
 func (p *progress) describe() string {
 	var b strings.Builder
 	if len(p.running) > 1 {
