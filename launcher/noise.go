@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"github.com/benchtune/bench/analysis"
+	"github.com/benchtune/bench/internal/aggregate"
 	"github.com/benchtune/bench/storage"
 	"github.com/benchtune/bench/trial"
 )
@@ -40,9 +41,19 @@ func (r *Run) noiseSummary(s *Summary, trials []storage.Trial, notes []string) {
 	s.BestTrial = a.TrialID
 	s.BestConfig = a.Params
 	s.BestScores = map[string]any{}
+	s.BestConfigID = a.ConfigID
+	if a.Config != nil {
+		s.BestRuns = a.Config.Succeeded
+	}
+	s.BestAggregates = map[string]string{}
+	pols := r.Policies()
 	for i, t := range objs {
 		if i < len(a.Values) {
 			s.BestScores[t.Name] = a.Values[i]
+			s.BestAggregates[t.Name] = aggregate.Default.String()
+			if i < len(pols) {
+				s.BestAggregates[t.Name] = pols[i].String()
+			}
 		}
 	}
 }

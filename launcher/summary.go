@@ -42,6 +42,13 @@ type Summary struct {
 	BestDetail   string `json:"best_detail,omitempty"`
 	Confirmation string `json:"confirmation,omitempty"`
 	NoiseBest    string `json:"noise_best,omitempty"`
+	// BestConfigID is the best's configuration; BestRuns how many of its
+	// runs BestScores aggregate, with BestAggregates (per target: mean,
+	// median, ...), when the best is a configuration's aggregate (a
+	// confirmation, a noise-aware run) rather than one trial's result.
+	BestConfigID   int64             `json:"best_config_id,omitempty"`
+	BestRuns       int               `json:"best_runs,omitempty"`
+	BestAggregates map[string]string `json:"best_aggregates,omitempty"`
 }
 
 // FinalScore is the best trial's target values as mlos_bench writes them

@@ -299,3 +299,36 @@ func TestConfirmProgressPlanned(t *testing.T) {
 		}
 	}
 }
+
+// After a confirmation the best is the winning configuration's aggregate
+// over its runs: the summary says so ("Best configuration C: score median
+// V (min) over 3 runs; its best run: trial N"), not "Best trial N:
+// score=V" with V a median that no trial scored, and V reads as bench
+// results writes it (6 significant digits), not 400.12345670000003.
+func TestSummaryBestAggregate(t *testing.T) {
+	dir := experiment(t, "")
+	write(t, dir, "run.sh", "#!/bin/sh\nset -e\nprintf 'metric,value\\nscore,%s.1234567\\n' \"$(( (xv - 30) * (xv - 30) ))\" > results.csv\n", 0o755)
+	write(t, dir, "opt.jsonc", `{"class": "mlos_bench.optimizers.MlosCoreOptimizer",
+		"config": {"optimizer_type": "FLAML", "max_suggestions": 4, "seed": 1}}`, 0o644)
+	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--no-progress"}
+	r := runBench(t, dir, append([]string{"--experiment_id", "S"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	// Without repeats the best is one trial, as mlos_bench's answer.
+	if !regexp.MustCompile(`(?m)^Best trial \d+: score=\d+\.\d+ \(min\)$`).MatchString(r.stdout) || strings.Contains(r.stdout, "1234567") {
+		t.Errorf("run summary:\n%s", r.stdout)
+	}
+	r = runBench(t, dir, append([]string{"confirm", "S", "--top_k", "1", "--repeats", "3", "--repeat_aggregate", "median"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("confirm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	re := regexp.MustCompile(`(?m)^Best configuration (\d+): score median \d+\.\d+ \(min\) over 3 runs; its best run: trial \d+$`)
+	m := re.FindStringSubmatch(r.stdout)
+	if m == nil || strings.Contains(r.stdout, "Best trial") || strings.Contains(r.stdout, "1234567") {
+		t.Fatalf("confirm summary:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "Best: config "+m[1]+" ") {
+		t.Errorf("the best line and the Best: detail name different configurations:\n%s", r.stdout)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/benchtune/bench/runners/passive"
 	"github.com/benchtune/bench/schedulers"
 	"github.com/benchtune/bench/schemas"
+	"github.com/benchtune/bench/trial"
 )
 
 func newRunCmd() *cobra.Command {
@@ -374,12 +375,7 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format, storage
 	}
 	fmt.Fprintf(w, "), %d run now\n", s.RunNow)
 	if s.BestTrial > 0 {
-		fmt.Fprintf(w, "Best trial %d:", s.BestTrial)
-		for _, t := range s.Targets {
-			name := strings.SplitN(t, ":", 2)[0]
-			fmt.Fprintf(w, " %s=%v (%s)", name, s.BestScores[name], strings.SplitN(t, ":", 2)[1])
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, bestLine(s))
 		keys := make([]string, 0, len(s.BestConfig))
 		for k := range s.BestConfig {
 			keys = append(keys, k)
@@ -401,6 +397,52 @@ func printSummary(stdout, stderr io.Writer, s *launcher.Summary, format, storage
 	default:
 		fmt.Fprintf(stderr, "bench: results stored in %s (bench results --experiment %s)\n", s.Storage, s.ExperimentID)
 	}
+}
+
+// bestLine is the summary's best: "Best trial 30: score=0.84142 (min)"
+// for the best single trial (mlos_bench's answer), or, when the best is a
+// configuration's aggregate over its runs (a confirmation, a noise-aware
+// run), "Best configuration 4: score median 12.5 (min) over 3 runs; its
+// best run: trial 9", so that an aggregate is not shown as one trial's
+// result. Numbers are written as bench results writes them (%.6g).
+func bestLine(s *launcher.Summary) string {
+	var b strings.Builder
+	agg := s.BestBasis != "" && s.BestConfigID > 0
+	if agg {
+		fmt.Fprintf(&b, "Best configuration %d:", s.BestConfigID)
+	} else {
+		fmt.Fprintf(&b, "Best trial %d:", s.BestTrial)
+	}
+	for i, t := range s.Targets {
+		name, dir, _ := strings.Cut(t, ":")
+		v := s.BestScores[name]
+		text := fmt.Sprint(v) // integers exact, text as it is
+		switch v.(type) {
+		case int, int64:
+		default:
+			if f, ok := trial.Numeric(v); ok {
+				text = strconv.FormatFloat(f, 'g', 6, 64)
+			}
+		}
+		if i > 0 && agg {
+			b.WriteString(",")
+		}
+		if agg {
+			if a := s.BestAggregates[name]; a != "" && s.BestRuns > 1 {
+				name += " " + a
+			}
+			fmt.Fprintf(&b, " %s %s (%s)", name, text, dir)
+		} else {
+			fmt.Fprintf(&b, " %s=%s (%s)", name, text, dir)
+		}
+	}
+	if agg {
+		if s.BestRuns > 1 {
+			fmt.Fprintf(&b, " over %d runs", s.BestRuns)
+		}
+		fmt.Fprintf(&b, "; its best run: trial %d", s.BestTrial)
+	}
+	return b.String()
 }
 
 // redactWriter replaces secret values in what is written through it.
