@@ -361,6 +361,8 @@ type Launch struct {
 	// written (for error messages, and for the key order of object values
 	// such as optimization_targets).
 	GlobalRefs map[string]source.Ref
+	// GlobalsDocs are the globals files read, in order.
+	GlobalsDocs []*source.Doc
 	// Secrets are the secret parameters and their values (the globals'
 	// to start with; building the environments adds theirs). Everything
 	// bench writes goes through it.
@@ -493,6 +495,7 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 		if err != nil {
 			return nil, err
 		}
+		l.GlobalsDocs = append(l.GlobalsDocs, doc)
 		for _, k := range doc.Root.Keys() {
 			if k != "$schema" {
 				globals.Set(k, m[k])

@@ -15,6 +15,9 @@ import (
 type seenKeys struct {
 	mu sync.Mutex
 	m  map[string]bool
+	// in holds, per object key, the documents (roots) that have it; a
+	// "$name" reference is recorded under the nil root (read anywhere).
+	in map[string]map[*json5.Node]bool
 }
 
 var varRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
@@ -27,13 +30,22 @@ func (s *seenKeys) add(n *json5.Node) {
 	defer s.mu.Unlock()
 	if s.m == nil {
 		s.m = map[string]bool{}
+		s.in = map[string]map[*json5.Node]bool{}
+	}
+	root := n
+	mark := func(key string, doc *json5.Node) {
+		s.m[key] = true
+		if s.in[key] == nil {
+			s.in[key] = map[*json5.Node]bool{}
+		}
+		s.in[key][doc] = true
 	}
 	var walk func(n *json5.Node)
 	walk = func(n *json5.Node) {
 		switch n.Kind {
 		case json5.Object:
 			for _, m := range n.Members {
-				s.m[m.Key] = true
+				mark(m.Key, root)
 				walk(m.Value)
 			}
 		case json5.Array:
@@ -42,7 +54,7 @@ func (s *seenKeys) add(n *json5.Node) {
 			}
 		case json5.String:
 			for _, m := range varRef.FindAllStringSubmatch(n.Str, -1) {
-				s.m[m[1]] = true
+				mark(m[1], nil)
 			}
 		}
 	}
@@ -63,6 +75,37 @@ func (l *Loader) SeenKeys() map[string]bool {
 	}
 	return out
 }
+
+// SeenKeysOutside is SeenKeys without the object keys that only the
+// documents with the given roots have (their "$name" references count):
+// the keys that something other than those documents has or reads.
+func (l *Loader) SeenKeysOutside(roots ...*json5.Node) map[string]bool {
+	out := map[string]bool{}
+	if l.seen == nil {
+		return out
+	}
+	skip := map[*json5.Node]bool{}
+	for _, r := range roots {
+		if r != nil {
+			skip[r] = true
+		}
+	}
+	l.seen.mu.Lock()
+	defer l.seen.mu.Unlock()
+	for k, docs := range l.seen.in {
+		for d := range docs {
+			if !skip[d] {
+				out[k] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ShownPath is how bench names a config file in messages: relative to
+// the working folder when it is below it.
+func ShownPath(p string) string { return shownPath(p) }
 
 // OptionKeys are the globals the launcher's own options set or stand for
 // (their names with '_', e.g. "num_trial_runners", "fail_fast").

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -171,7 +172,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	defer r.Close()
 	kept = !r.SchedulerConfig.Teardown
 	printSecurityNotices(stderr, r.SecurityNotices)
-	for _, w := range launcher.UnreadGlobals(l) {
+	for _, w := range slices.Concat(launcher.UnreadGlobals(l), launcher.UnreadGlobalsFileKeys(l)) {
 		fmt.Fprintf(stderr, "bench: warning: %s\n", w)
 	}
 
