@@ -7,18 +7,24 @@ import (
 	"github.com/benchtune/bench/configs/json5"
 )
 
-// seenKeys records the object keys and the "$name" references of every
-// config document a Loader (and the loaders made from it) read: the keys
-// a global can reach (mlos_bench's rule: a global overrides only a key a
-// config has) or that a template reads. bench run warns about a
-// command-line global that none of them is (a mistyped option).
+// seenKeys records the object keys, the "$name" references and the names
+// in required_args and shell_env_params lists of every config document a
+// Loader (and the loaders made from it) read: the keys a global can reach
+// (mlos_bench's rule: a global overrides only a key a config has) or that
+// a template or an environment reads. bench run warns about a global that
+// none of them is (a mistyped option or globals-file key).
 type seenKeys struct {
 	mu sync.Mutex
 	m  map[string]bool
 	// in holds, per object key, the documents (roots) that have it; a
-	// "$name" reference is recorded under the nil root (read anywhere).
+	// "$name" reference or a listed name is recorded under the nil root
+	// (read, wherever it is written).
 	in map[string]map[*json5.Node]bool
 }
+
+// namesArgs are the config keys whose list of strings names parameters
+// that an environment takes from the globals.
+var namesArgs = map[string]bool{"required_args": true, "shell_env_params": true}
 
 var varRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
 
@@ -46,6 +52,14 @@ func (s *seenKeys) add(n *json5.Node) {
 		case json5.Object:
 			for _, m := range n.Members {
 				mark(m.Key, root)
+				if namesArgs[m.Key] && m.Value != nil && m.Value.Kind == json5.Array {
+					// Names an environment reads from the globals.
+					for _, e := range m.Value.Elems {
+						if e != nil && e.Kind == json5.String {
+							mark(e.Str, nil)
+						}
+					}
+				}
 				walk(m.Value)
 			}
 		case json5.Array:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -9,14 +11,21 @@ import (
 // that is one edit from a key something reads (a const_arg, a tunable) is
 // a warning naming file:line:col and the key meant, as the same typo as a
 // --flag is; a free-form key far from every read one, and keys that are
-// read, are not; the run still succeeds (globals files are free-form).
+// read (a required_args name included), are not; the run still succeeds
+// (globals files are free-form).
 func TestGlobalsFileTypoWarns(t *testing.T) {
 	dir := experiment(t, "")
+	env, err := os.ReadFile(filepath.Join(dir, "env.jsonc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "env.jsonc", strings.Replace(string(env), `"run": [`, `"required_args": ["marker_dirs"], "run": [`, 1), 0o644)
 	write(t, dir, "globals.jsonc", `{
 	"marker_dri": "/nowhere",
 	"mdoe": "b",
 	"owner_note": "tuning run for the Q3 report",
-	"xv": 40
+	"xv": 40,
+	"marker_dirs": "/elsewhere"
 }`, 0o644)
 	r := runBench(t, dir, "run", "--environment", "env.jsonc", "--globals", "globals.jsonc",
 		"--storage", "storage/in-memory.jsonc", "--no-progress")
@@ -32,7 +41,7 @@ func TestGlobalsFileTypoWarns(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	for _, quiet := range []string{"owner_note", `"xv"`} {
+	for _, quiet := range []string{"owner_note", `"xv"`, `"marker_dirs"`} {
 		if strings.Contains(r.stderr, quiet) {
 			t.Errorf("stderr warns about %s:\n%s", quiet, r.stderr)
 		}
