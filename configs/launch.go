@@ -143,6 +143,9 @@ var Options = []Option{
 	{names: []string{"--ui"}, kind: optString, global: "ui_listen", meta: "ADDR", help: "also serve the experiment's live dashboard (as bench ui) on ADDR, e.g. 127.0.0.1:8421 (bench only)"},
 	{names: []string{"--ui_actions", "--ui-actions"}, kind: optFlag, global: "ui_actions", flagValue: true, help: "let --ui's dashboard stop trials and the experiment (off the loopback, with --token-file's token) (bench only)"},
 	{names: []string{"--passive"}, kind: optFlag, global: "runner", flagValue: "passive", help: "run every trial by hand: bench shows each trial's configuration (and passive_command, filled in) and waits for its result, typed at the prompt or given with bench submit; see docs/passive.md (bench only)"},
+	{names: []string{"--config_id", "--config-id"}, kind: optInt, global: "config_id", meta: "N", help: "re-run the stored configuration N of the experiment, as mlos_bench does (its stored result is not reused)"},
+	{names: []string{"--max_config_file_size", "--max-config-file-size"}, kind: optString, global: MaxConfigFileSizeKey, meta: "SIZE", help: "read config files up to SIZE, e.g. 64MiB (bench only; default 16MiB)"},
+	{names: []string{"--max_results_file_size", "--max-results-file-size"}, kind: optString, global: "max_results_file_size", meta: "SIZE", help: "read results and telemetry files up to SIZE, e.g. 256MiB (bench only; default 64MiB)"},
 	{names: []string{"--help", "-h"}, kind: optFlag, dest: "help", help: "show this help"},
 }
 
@@ -358,6 +361,8 @@ type Launch struct {
 	// written (for error messages, and for the key order of object values
 	// such as optimization_targets).
 	GlobalRefs map[string]source.Ref
+	// GlobalsDocs are the globals files read, in order.
+	GlobalsDocs []*source.Doc
 	// Secrets are the secret parameters and their values (the globals'
 	// to start with; building the environments adds theirs). Everything
 	// bench writes goes through it.
@@ -490,6 +495,7 @@ func Prepare(a *Args, validate ValidateFunc) (*Launch, error) {
 		if err != nil {
 			return nil, err
 		}
+		l.GlobalsDocs = append(l.GlobalsDocs, doc)
 		for _, k := range doc.Root.Keys() {
 			if k != "$schema" {
 				globals.Set(k, m[k])

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/benchtune/bench/configs"
+	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/internal/suggest"
 	"github.com/benchtune/bench/schedulers"
 )
@@ -24,7 +25,8 @@ var benchGlobals = []string{
 // UnreadGlobals warns about the command-line globals (--key value other
 // than the launcher's options) that nothing reads: no config of the run
 // has the key (mlos_bench's rule: a global overrides only a key a config
-// has), no "$key" template names it, and bench does not read it itself.
+// has; a globals file does not count), no "$key" template names it, and
+// bench does not read it itself.
 // As in mlos_bench, such a global is accepted and kept; the warning names
 // the closest key that something reads, for a mistyped option
 // (--max_sugestions 2). Call it after Build, when every config is read.
@@ -32,16 +34,7 @@ func UnreadGlobals(l *configs.Launch) []string {
 	if l.Args == nil || len(l.Args.Extra) == 0 {
 		return nil
 	}
-	known := l.Loader.SeenKeys()
-	for _, k := range slices.Concat(benchGlobals, configs.OptionKeys(), schedulers.ConfigKeys()) {
-		known[k] = true
-	}
-	if l.Optimizer == "" {
-		// The default one-shot optimizer takes these from the globals.
-		for _, k := range oneShotKeys {
-			known[k] = true
-		}
-	}
+	known := readKeys(l, l.Loader.SeenKeysOutside(globalsRoots(l)...))
 	names := slices.Sorted(maps.Keys(known))
 	var out []string
 	for _, kv := range l.Args.Extra {
@@ -53,6 +46,68 @@ func UnreadGlobals(l *configs.Launch) []string {
 			msg += fmt.Sprintf("; did you mean --%s?", c)
 		}
 		out = append(out, msg)
+	}
+	return out
+}
+
+// globalsRoots are the documents of the globals files: having a key
+// there does not make it read (only a "$key" template there does).
+func globalsRoots(l *configs.Launch) []*json5.Node {
+	roots := make([]*json5.Node, len(l.GlobalsDocs))
+	for i, d := range l.GlobalsDocs {
+		roots[i] = d.Root
+	}
+	return roots
+}
+
+// readKeys adds to seen the keys bench reads itself in this run.
+func readKeys(l *configs.Launch, seen map[string]bool) map[string]bool {
+	for _, k := range slices.Concat(benchGlobals, configs.OptionKeys(), schedulers.ConfigKeys()) {
+		seen[k] = true
+	}
+	if l.Optimizer == "" {
+		// The default one-shot optimizer takes these from the globals.
+		for _, k := range oneShotKeys {
+			seen[k] = true
+		}
+	}
+	return seen
+}
+
+// UnreadGlobalsFileKeys warns about the keys of globals files that
+// nothing reads (as UnreadGlobals: no other config of the run has the
+// key, no "$key" template names it, bench does not read it) and that are
+// close to a key something reads: a typo such as "sise_mb" for a
+// tunable size_mb. Globals files are free-form in mlos_bench, so a key
+// far from every read one (a note, a value for a later run) is left
+// alone, and no key is an error. A key a --NAME VALUE overrides is left
+// to UnreadGlobals. Call it after Build, when every config is read.
+func UnreadGlobalsFileKeys(l *configs.Launch) []string {
+	if len(l.GlobalsDocs) == 0 {
+		return nil
+	}
+	known := readKeys(l, l.Loader.SeenKeysOutside(globalsRoots(l)...))
+	overridden := map[string]bool{}
+	if l.Args != nil {
+		for _, kv := range slices.Concat(l.Args.Extra, l.Args.Options) {
+			overridden[kv.Key] = true
+		}
+	}
+	names := slices.Sorted(maps.Keys(known))
+	var out []string
+	for _, doc := range l.GlobalsDocs {
+		for _, k := range doc.Root.Keys() {
+			if k == "$schema" || known[k] || overridden[k] {
+				continue
+			}
+			c, ok := suggest.Closest(k, names)
+			if !ok {
+				continue
+			}
+			e := doc.KeyErrorf([]string{k}, "globals key %q: no config of this run has a key %q and bench does not read it, so it has no effect (it is kept as a global, as mlos_bench does); did you mean %q?", k, k, c)
+			e.File, e.Path = configs.ShownPath(doc.File), ""
+			out = append(out, e.Error())
+		}
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/benchtune/bench/configs/json5"
 	"github.com/benchtune/bench/configs/source"
+	"github.com/benchtune/bench/internal/suggest"
 )
 
 // This file turns the validator's error tree into a short list of located,
@@ -341,6 +342,11 @@ func finish(leaves []leaf, c *compiled, r *reducer) []leaf {
 		leaves = slices.DeleteFunc(slices.Clone(leaves), func(l leaf) bool { return l.kind == leafAmbiguous })
 	}
 	leaves = c.dropSideEffects(leaves)
+	for i, l := range leaves {
+		if l.kind == leafUnknown {
+			leaves[i].msg += c.unknownHint(l, r)
+		}
+	}
 
 	// Merge per location: a type error hides every other problem with the
 	// same value; type errors and discriminator errors are merged.
@@ -486,6 +492,40 @@ func relevantClasses(got string, known []string) []string {
 	return out
 }
 
+// unknownHint is " (did you mean "NAME"?)" for an unknown property that
+// is a few edits from a property its schema declares (a typo such as
+// "rnage" for "range"), preferring names the object does not have yet;
+// "" when none is close.
+func (c *compiled) unknownHint(l leaf, r *reducer) string {
+	name := l.loc[len(l.loc)-1]
+	d := c.declaredAt(l.holder)
+	var have *json5.Node
+	if r != nil && r.doc != nil && r.doc.Root != nil {
+		if n, _, ok := r.doc.Root.Locate(l.loc[:len(l.loc)-1]); ok && n != nil && n.Kind == json5.Object {
+			have = n
+		}
+	}
+	var absent, present []string
+	for k := range d.names {
+		if have != nil && have.Get(k) != nil {
+			present = append(present, k)
+		} else {
+			absent = append(absent, k)
+		}
+	}
+	slices.Sort(absent)
+	slices.Sort(present)
+	// Stricter than suggest's own limit: a schema has many properties,
+	// and a wrong guess ("startup": "status"?) misleads.
+	limit := max(1, len([]rune(name))/4)
+	for _, cands := range [][]string{absent, present} {
+		if c, ok := suggest.Closest(name, cands); ok && suggest.Distance(name, c) <= limit {
+			return fmt.Sprintf(" (did you mean %q?)", c)
+		}
+	}
+	return ""
+}
+
 // dropSideEffects removes "unknown property" problems for properties that
 // the rejecting schema does declare somewhere (so they were only left
 // unevaluated because the branch declaring them failed), as long as some
@@ -583,15 +623,18 @@ type declared struct {
 	any      bool // additionalProperties with a schema other than false
 }
 
-func (c *compiled) declares(holder, name string) bool {
-	var d *declared
+func (c *compiled) declaredAt(holder string) *declared {
 	if v, ok := c.decl.Load(holder); ok {
-		d = v.(*declared)
-	} else {
-		d = &declared{names: map[string]bool{}}
-		c.collect(holder, d, map[string]bool{})
-		c.decl.Store(holder, d)
+		return v.(*declared)
 	}
+	d := &declared{names: map[string]bool{}}
+	c.collect(holder, d, map[string]bool{})
+	c.decl.Store(holder, d)
+	return d
+}
+
+func (c *compiled) declares(holder, name string) bool {
+	d := c.declaredAt(holder)
 	if d.any || d.names[name] {
 		return true
 	}

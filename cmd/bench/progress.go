@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -148,7 +150,17 @@ func (p *progress) TrialStarted(t storage.Trial) {
 		p.bar.Describe(fmt.Sprintf("trial %d %s", t.ID, p.describe()))
 		return
 	}
-	slog.Info("trial started", "trial", t.ID, "runner", t.TrialRunnerID, "params", t.Params)
+	slog.Info("trial started", "trial", t.ID, "runner", t.TrialRunnerID, paramsAttr(t.Params))
+}
+
+// paramsAttr is a trial's parameters as one key=value pair each, sorted
+// by name (params.NAME=VALUE), instead of Go's map[...] syntax.
+func paramsAttr(params map[string]string) slog.Attr {
+	attrs := make([]slog.Attr, 0, len(params))
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		attrs = append(attrs, slog.String(k, params[k]))
+	}
+	return slog.Attr{Key: "params", Value: slog.GroupValue(attrs...)}
 }
 
 // TrialFinished implements schedulers.Observer. The best is the

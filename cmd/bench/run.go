@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +66,10 @@ Options (both _ and - spellings work; list options take one or more values):
 	b.WriteString(`
 Any other --NAME VALUE (or --NAME=VALUE) sets the global NAME, overriding
 globals files: e.g. --max_suggestions 20 --max_trials 50 --experiment_id E2.
-Globals reach configs that already have a key of that name.
+Globals reach configs that already have a key of that name. bench's own
+scheduling settings are such globals too: e.g. --queue_ahead 8,
+--cpu_slots 2, --trial_lease 30s (docs/scheduling.md). A global that no
+config reads gets a warning, with the closest key that is read.
 Stopping rules and noise settings are such globals too (bench only, see
 docs/scheduling.md): --max_time 2h, --max_cost 100 --cost_metric NAME,
 --converged_trials 20, --repeat_aggregate median, --racing true,
@@ -169,7 +173,7 @@ func runExperiment(stdout, stderr io.Writer, argv []string, worker bool) (retErr
 	defer r.Close()
 	kept = !r.SchedulerConfig.Teardown
 	printSecurityNotices(stderr, r.SecurityNotices)
-	for _, w := range launcher.UnreadGlobals(l) {
+	for _, w := range slices.Concat(launcher.UnreadGlobals(l), launcher.UnreadGlobalsFileKeys(l)) {
 		fmt.Fprintf(stderr, "bench: warning: %s\n", w)
 	}
 

@@ -68,3 +68,8 @@ func distance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// Distance is the case-insensitive edit distance Closest uses (Damerau–
+// Levenshtein: an insertion, deletion, substitution or swap of adjacent
+// characters is one edit).
+func Distance(a, b string) int { return distance(strings.ToLower(a), strings.ToLower(b)) }
