@@ -32,6 +32,12 @@ type engine interface {
 	Suggest(k int, pending []tunables.Point) ([]tunables.Point, error)
 }
 
+// configKeyer is an engine that can avoid points of a configuration
+// already observed or pending (bayes.Optimizer.SetConfigKey).
+type configKeyer interface {
+	SetConfigKey(f func(tunables.Point) string)
+}
+
 // engineFactory builds an engine for a space.
 type engineFactory func(space *tunables.Space, opts engineOptions) (engine, error)
 
@@ -208,7 +214,17 @@ func (m *MlosCore) distinct(k int) ([]tunables.Point, error) {
 		avoid = append(avoid, p)
 	}
 	var out, dups []tunables.Point
+	keyed := false
 	for try := 0; len(out) < k && try < maxRetries; try++ {
+		if ck, ok := m.eng.(configKeyer); ok && len(dups) > 0 && !keyed {
+			keyed = true
+			// A duplicate came back: from now on let the engine avoid
+			// configurations, not only its own points. The first try is
+			// as before, so a call whose first suggestions are new
+			// configurations suggests what it did before.
+			ck.SetConfigKey(func(p tunables.Point) string { return pointKey(m.space.Snap(p)) })
+			defer ck.SetConfigKey(nil)
+		}
 		pts, err := m.eng.Suggest(k-len(out), avoid)
 		if err != nil {
 			if errors.Is(err, algo.ErrExhausted) && len(out)+len(dups) > 0 {

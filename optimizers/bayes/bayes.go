@@ -76,6 +76,10 @@ const (
 // Optimizer is a GP Bayesian optimizer. It is safe for concurrent use.
 type Optimizer struct {
 	addSelect bool // SetAdditiveSelect (additive.go)
+	// configKey, when set (SetConfigKey), names the configuration a point
+	// stands for: Suggest then also avoids points whose configuration is
+	// observed, pending or chosen.
+	configKey func(tunables.Point) string
 
 	mu     sync.Mutex
 	sp     *space.Space
@@ -199,6 +203,19 @@ func (o *Optimizer) ParetoFront() []Observation {
 	return o.hist.ParetoFront()
 }
 
+// SetConfigKey makes Suggest treat points for which f gives the same key
+// as one configuration, and avoid those whose configuration is observed,
+// pending or chosen (while unavoided points remain); nil turns it off.
+// Where several canonical points make one configuration (a caller rounds
+// a continuous coordinate, e.g. an int on a log scale), the acquisition
+// can otherwise peak again and again on points of a measured
+// configuration.
+func (o *Optimizer) SetConfigKey(f func(tunables.Point) string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.configKey = f
+}
+
 // Suggest returns k distinct points to evaluate next, none equal to a
 // pending point or (unless every point of a finite space has been
 // observed) to an observed one.
@@ -227,17 +244,32 @@ func (o *Optimizer) Suggest(k int, pending []tunables.Point) ([]tunables.Point, 
 			pend = append(pend, q)
 		}
 	}
+	var cfgTaken map[string]bool // configurations (SetConfigKey) to avoid
+	if o.configKey != nil {
+		cfgTaken = map[string]bool{}
+		for _, e := range o.hist.Entries() {
+			cfgTaken[o.configKey(e.X)] = true
+		}
+		for _, p := range pending {
+			cfgTaken[o.configKey(o.sp.Snap(p))] = true
+		}
+	}
 	avoid := func(key string) bool {
 		if taken[key] {
 			return true
 		}
-		_, seen := o.hist.Lookup(key)
-		return seen || o.triedAtAnyFidelity(key)
+		if _, seen := o.hist.Lookup(key); seen || o.triedAtAnyFidelity(key) {
+			return true
+		}
+		return cfgTaken != nil && cfgTaken[o.configKey(space.FromKey(key))]
 	}
 	var out []tunables.Point
 	choose := func(p tunables.Point) {
 		out = append(out, p)
 		taken[space.Key(p)] = true
+		if cfgTaken != nil {
+			cfgTaken[o.configKey(p)] = true
+		}
 	}
 
 	// Initial design: the initial point, then Latin-hypercube points.

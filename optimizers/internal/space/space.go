@@ -216,6 +216,15 @@ func Key(p tunables.Point) string {
 	return string(b)
 }
 
+// FromKey returns the point that Key made key from.
+func FromKey(key string) tunables.Point {
+	p := make(tunables.Point, len(key)/8)
+	for i := range p {
+		p[i] = math.Float64frombits(binary.LittleEndian.Uint64([]byte(key[8*i : 8*i+8])))
+	}
+	return p
+}
+
 // Random draws a canonical point: numeric coordinates uniformly (uniform
 // over the levels of a discrete one), categorical ones by their prior
 // weights.

@@ -3,6 +3,7 @@ package space
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,6 +102,14 @@ func TestKeyFoldsNegativeZero(t *testing.T) {
 	}
 	if Key(tunables.Point{0, 1}) == Key(tunables.Point{1, 0}) {
 		t.Error("keys of different points are equal")
+	}
+}
+
+func TestFromKeyInvertsKey(t *testing.T) {
+	for _, p := range []tunables.Point{{}, {0.25, 1, 0}, {math.SmallestNonzeroFloat64, 0.5, 2}} {
+		if got := FromKey(Key(p)); !slices.Equal(got, p) {
+			t.Errorf("FromKey(Key(%v)) = %v", p, got)
+		}
 	}
 }
 

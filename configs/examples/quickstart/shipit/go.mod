@@ -1,0 +1,3 @@
+module shipit
+
+go 1.22
