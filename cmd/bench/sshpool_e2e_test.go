@@ -134,18 +134,7 @@ func TestSSHPoolKillAndReattach(t *testing.T) {
 	tmp := t.TempDir()
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
 		"--experiment_id", "SP", "--no-progress"}
-	cmd := startBench(t, dir, tmp, "bench", args...)
-	deadline := time.Now().Add(90 * time.Second)
-	for len(startedCounts(t, dir)) < 3 {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
-			t.Fatalf("trials did not start:\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	killOnceStarted(t, dir, tmp, 3, args...)
 	r := runBench(t, dir, append(args, "--log_level", "INFO")...)
 	if r.code != 0 {
 		log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
@@ -195,18 +184,7 @@ func TestSSHPoolKillBeforeRecord(t *testing.T) {
 	tmp := t.TempDir()
 	args := []string{"--environment", "env.jsonc", "--optimizer", "opt.jsonc", "--engine", "engine.jsonc",
 		"--experiment_id", "SR", "--no-progress"}
-	cmd := startBench(t, dir, tmp, "bench", args...)
-	deadline := time.Now().Add(90 * time.Second)
-	for len(startedCounts(t, dir)) < 4 {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
-			t.Fatalf("trials did not start:\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	killOnceStarted(t, dir, tmp, 4, args...)
 	first := startedCounts(t, dir)
 	db, err := sql.Open("sqlite", filepath.Join(dir, "bench.sqlite"))
 	if err != nil {
@@ -484,4 +462,23 @@ func descendants(pid int) []int {
 		}
 	}
 	return out
+}
+
+// killOnceStarted starts bench with args in dir (its log in tmp), waits
+// until the scripts of k trials have started (startedCounts), and
+// SIGKILLs it.
+func killOnceStarted(t *testing.T, dir, tmp string, k int, args ...string) {
+	t.Helper()
+	cmd := startBench(t, dir, tmp, "bench", args...)
+	deadline := time.Now().Add(90 * time.Second)
+	for len(startedCounts(t, dir)) < k {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			log, _ := os.ReadFile(filepath.Join(tmp, "bench.log"))
+			t.Fatalf("trials did not start:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
 }
