@@ -48,6 +48,7 @@
 package main
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -192,7 +193,7 @@ func (m *mfMES) candidates(base tunables.Point) ([]tunables.Point, error) {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(pred[a].Mean, pred[b].Mean) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(pred[a].Mean, pred[b].Mean) })
 	dims := m.gf.p.dims
 	for _, i := range idx[:min(mesTop, len(idx))] {
 		for range mesLocal {
@@ -208,16 +209,6 @@ func (m *mfMES) candidates(base tunables.Point) ([]tunables.Point, error) {
 		}
 	}
 	return cands, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // choose is the candidate and start of highest α (ok false: no model).
